@@ -10,7 +10,9 @@ lost), 1 an error, 2 a usage error. Outputs in ``--output-dir``: ``checkpoint-st
 ``FAILED``) and ``lease/``; progress goes to stdout as one JSON object a line (rank 0 only).
 
 The command line, the recipe and the outputs: "The bundled trainer" in docs/explanation/programs.md; what happens on
-a stop, a lost node or a slow volume: docs/explanation/failures.md."""
+a stop, a lost node or a slow volume: docs/explanation/failures.md. Here: the run and its epochs (:class:`Attempt`);
+beside it: :mod:`train_flags`, :mod:`train_stop`, :mod:`train_progress`, :mod:`train_lease`, :mod:`train_setup` and
+:mod:`train_outputs`."""
 
 from __future__ import annotations
 
@@ -20,23 +22,17 @@ import time
 PROCESS_START = time.time()
 
 import argparse
-import collections
-import datetime as dt
 import itertools
 import json
 import os
-import signal
 import socket
 import sys
-import threading
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from types import FrameType
-from typing import Any, Iterator
+from typing import Any
 
-import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -46,8 +42,6 @@ from torch.utils.data import DataLoader
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cifar  # noqa: E402  (needs the sys.path entry above)
-import cifar_io  # noqa: E402
-import metrics  # noqa: E402
 import checkpointer  # noqa: E402
 import process_end  # noqa: E402
 import run_script  # noqa: E402
@@ -57,7 +51,6 @@ from dist_context import (  # noqa: E402
     all_reduce_sum,
     broadcast_object,
     effective_pg_timeout,
-    gather_objects,
     hand_off,
     log_event,
     setup_distributed,
@@ -72,18 +65,13 @@ from train_flags import (  # noqa: E402
     add_reporting_flags,
     add_sampling_flags,
     check_ranges,
+    json_args,
 )
-
-FORMAT_VERSION = checkpointer.FORMAT_VERSION
-FAILED_MARKER = run_script.FAILED_MARKER
-
-EXIT_OK = 0
-#: Stopped in order at a step boundary with the checkpoint written; the run continues elsewhere.
-#: Non-zero on purpose: torchrun treats a worker's 0 as "the job succeeded" (exit barrier, then
-#: the pod would complete), so 0 is reserved for a run that is over.
-EXIT_STOPPED = 75
-#: Seconds between two looks at the lease while another group holds it.
-LEASE_POLL_S = 1.0
+from train_lease import acquire_lease  # noqa: E402
+from train_outputs import FAILED_MARKER, FORMAT_VERSION, give_up_run, read_failed_marker, write_final_artifacts  # noqa: E402
+from train_progress import EpochStats, Progress, ScalarLog  # noqa: E402
+from train_setup import CifarData, ModelState, choose_resume, load_data, make_loader, make_model, restore  # noqa: E402
+from train_stop import EXIT_OK, EXIT_STOPPED, StepFlags, StepSums, StopRequest, combine_step, start_loader  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -99,318 +87,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     check_ranges(parser, args)
     return args
-
-
-# --------------------------------------------------------------------------- #
-# Stop requests (the distributed setup, the collectives and rank 0's log lines: dist_context.py)
-# --------------------------------------------------------------------------- #
-
-
-class StopRequest:
-    """SIGTERM/SIGINT only set a flag; the training loop acts on it at a step boundary."""
-
-    SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self.received_at: float | None = None
-        self.logged = False
-
-    def install(self) -> None:
-        """Install the handlers (main thread, before anything slow)."""
-        for sig in self.SIGNALS:
-            signal.signal(sig, self._handle)
-
-    def _handle(self, signum: int, _frame: FrameType | None) -> None:
-        if self.signum is None:
-            self.signum, self.received_at = signum, time.time()
-
-    @property
-    def requested(self) -> bool:
-        """A stop signal arrived."""
-        return self.signum is not None
-
-    def log_once(self, ctx: DistContext, step: int) -> None:
-        """The rank that received the signal says so (once, on its own stdout)."""
-        if self.signum is not None and not self.logged:
-            self.logged = True
-            print(
-                json.dumps(
-                    {
-                        "event": "stop_requested",
-                        "time": round(time.time(), 3),
-                        "rank": ctx.rank,
-                        "signal": signal.Signals(self.signum).name,
-                        "received_at": self.received_at,
-                        "step": step,
-                    }
-                ),
-                flush=True,
-            )
-
-
-def _worker_init(_worker_id: int) -> None:
-    """DataLoader workers ignore the stop signals, so they keep serving batches until the trainer has written its
-    stop checkpoint. torchrun stops a worker by signalling its whole process group (``os.killpg`` in
-    ``torch/distributed/elastic/multiprocessing/subprocess_handler/subprocess_handler.py``), so the kubelet's
-    SIGTERM, forwarded by the launcher, reaches the DataLoader workers too; a DataLoader worker that died of it made the trainer fail on its next batch
-    ("DataLoader worker ... killed by signal: Terminated") before it could checkpoint: the steps since the last
-    checkpoint were lost and the stop counted as a failed attempt. The workers still end: the trainer drops its
-    loader at the stop (workers are joined), and a worker whose trainer is gone exits on its own (PyTorch's
-    DataLoader worker loop watches its parent); SIGKILL ends them as it ends the trainer."""
-    for sig in StopRequest.SIGNALS:
-        signal.signal(sig, signal.SIG_IGN)  # also discards one that arrived while blocked (see start_loader)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, StopRequest.SIGNALS)
-
-
-def start_loader(loader: DataLoader[Any]) -> Iterator[Any]:
-    """``iter(loader)``, its worker processes started with the stop signals blocked.
-
-    Why: a DataLoader worker is forked, then installs PyTorch's own SIGTERM handler
-    (``_set_worker_signal_handlers`` in ``torch/utils/data/_utils/worker.py``; ``handler_SIGTERM`` in
-    ``torch/csrc/DataLoader.cpp`` re-raises with the default action, so the worker dies, unless the sender is its
-    parent), and only later runs ``worker_init_fn``. A stop signal sent to the process group in between (torchrun's
-    SIGTERM on a membership change, landing as an epoch's new loader starts) killed a worker, and the trainer
-    failed on its next batch instead of checkpointing (seen in CI under load). Blocked, the signal stays pending in the
-    new worker until :func:`_worker_init` ignores it (which discards it). The trainer itself loses nothing: its other
-    threads keep the signals unblocked, and one pending on this thread is delivered when the mask is restored, a few
-    milliseconds later."""
-    if not loader.num_workers:
-        return iter(loader)
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, StopRequest.SIGNALS)
-    try:
-        return iter(loader)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-@dataclass
-class StepFlags:
-    """What rank 0 learned from the lease since the last step (sent with the next step's sums)."""
-
-    yield_to_other_group: bool = False
-    lease_lost: bool = False
-
-    def update(self, outcome: str) -> None:
-        """Fold in a :meth:`run_lease.RunLease.renew` outcome."""
-        self.yield_to_other_group |= outcome == "yield"
-        self.lease_lost |= outcome == "lost"
-
-
-@dataclass(frozen=True)
-class StepSums:
-    """One step's all-reduced sums: training statistics and stop reasons."""
-
-    loss_sum: float
-    correct: float
-    images: float
-    signalled: int
-    yielding: bool
-    lease_lost: bool
-
-    @property
-    def stop(self) -> bool:
-        """Every rank stops after this step."""
-        return bool(self.signalled or self.yielding or self.lease_lost)
-
-    def reasons(self) -> dict[str, Any]:
-        """Why the group stops (for the log)."""
-        return {"ranks_signalled": self.signalled, "yield_to_other_group": self.yielding, "lease_lost": self.lease_lost}
-
-
-def combine_step(
-    ctx: DistContext,
-    loss_sum: torch.Tensor | float,
-    correct: torch.Tensor | float,
-    images: int,
-    stop: StopRequest,
-    flags: StepFlags,
-) -> StepSums:
-    """The per-step all-reduce: loss, accuracy, images and every rank's stop flag in one tensor."""
-    parts = [
-        torch.as_tensor(loss_sum, dtype=torch.float64, device=ctx.device).reshape(1),
-        torch.as_tensor(correct, dtype=torch.float64, device=ctx.device).reshape(1),
-        torch.tensor(
-            [float(images), float(stop.requested), float(flags.yield_to_other_group), float(flags.lease_lost)],
-            dtype=torch.float64,
-            device=ctx.device,
-        ),
-    ]
-    tensor = torch.cat(parts)
-    if ctx.distributed:
-        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
-    values = tensor.tolist()
-    return StepSums(values[0], values[1], values[2], int(values[3]), values[4] > 0, values[5] > 0)
-
-
-def json_args(args: argparse.Namespace) -> dict[str, Any]:
-    """``args`` as plain JSON-compatible values (so checkpoints load with weights_only)."""
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-
-
-def read_failed_marker(output_dir: Path) -> dict[str, Any] | None:
-    """Contents of ``FAILED`` (``{}`` if not JSON), or None when the run has not given up."""
-    try:
-        data = json.loads((output_dir / FAILED_MARKER).read_text())
-    except FileNotFoundError:
-        return None
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-# --------------------------------------------------------------------------- #
-# Training
-# --------------------------------------------------------------------------- #
-@dataclass
-class Progress:
-    """Position in the training run (what a checkpoint restores)."""
-
-    epoch: int = 0
-    step: int = 0
-    samples_in_epoch: int = 0
-
-
-@dataclass
-class EpochStats:
-    """Sums over the current epoch so far, across resumes (stored in mid-epoch checkpoints)."""
-
-    loss_sum: float = 0.0
-    correct: float = 0.0
-    images: int = 0
-    train_time_s: float = 0.0
-    segments: int = 0
-    world_sizes: list[int] = field(default_factory=list)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> EpochStats:
-        """Restore from a checkpoint (an empty epoch for checkpoints without it)."""
-        if not data:
-            return cls()
-        return cls(
-            float(data["loss_sum"]),
-            float(data["correct"]),
-            int(data["images"]),
-            float(data["train_time_s"]),
-            int(data["segments"]),
-            [int(w) for w in data["world_sizes"]],
-        )
-
-    def start_segment(self, world_size: int) -> None:
-        """A new stretch of this epoch begins (first start or a resume)."""
-        self.segments += 1
-        if world_size not in self.world_sizes:
-            self.world_sizes.append(world_size)
-
-    def add(self, sums: StepSums) -> None:
-        """Fold in one step's all-reduced sums."""
-        self.loss_sum += sums.loss_sum
-        self.correct += sums.correct
-        self.images += int(sums.images)
-
-
-class ScalarLog:
-    """Rank 0's TensorBoard scalars (nothing without a folder, or on other ranks).
-
-    The step is the global optimizer step, so the curves continue across resumes and world sizes; on a
-    resume, events an interrupted attempt wrote at or after the resumed step are purged (``purge_step``),
-    so every step shows once.
-
-    The event file is on the shared volume, and ``SummaryWriter`` blocks its caller once its small queue is full
-    while its own thread waits on the volume (``tensorboard/summary/writer/event_file_writer.py``); ``flush`` waits
-    for the volume too. So the training loop only appends to a bounded queue here, a thread of its own owns the
-    writer, and when the volume stalls long enough for the queue to fill, the oldest scalars are dropped (counted):
-    a stalled volume costs curve points, never the collective the other ranks wait in.
-    """
-
-    #: Scalars held while the volume stalls (about 5 minutes of steps at 60 steps/s, with two scalars per step).
-    QUEUE_LIMIT = 40_000
-
-    def __init__(self, log_dir: Path | None, ctx: DistContext, resume_step: int) -> None:
-        self._queue: collections.deque[tuple[str, float, int] | None] = collections.deque(maxlen=self.QUEUE_LIMIT)
-        self._ready = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.dropped = 0
-        if log_dir is None or not ctx.is_main:
-            return
-        self._thread = threading.Thread(
-            target=self._run, args=(log_dir, resume_step), name="scalar-writer", daemon=True
-        )
-        self._thread.start()
-
-    def _put(self, item: tuple[str, float, int] | None) -> None:
-        if self._thread is None:
-            return
-        if len(self._queue) == self._queue.maxlen:
-            self.dropped += 1
-        self._queue.append(item)
-        self._ready.set()
-
-    def _run(self, log_dir: Path, resume_step: int) -> None:
-        from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package (requirements.txt)
-
-        log_dir.mkdir(parents=True, exist_ok=True)
-        writer = SummaryWriter(str(log_dir), purge_step=resume_step or None, flush_secs=30)
-        while True:
-            self._ready.wait()
-            self._ready.clear()
-            while self._queue:
-                item = self._queue.popleft()
-                if item is None:
-                    writer.close()
-                    return
-                tag, value, step = item
-                if tag == "":
-                    writer.flush()
-                else:
-                    writer.add_scalar(tag, value, step)
-
-    def step(self, step: int, sums: StepSums) -> None:
-        """Training loss and accuracy of one step (all ranks' images)."""
-        if sums.images:
-            self._put(("train/loss", sums.loss_sum / sums.images, step))
-            self._put(("train/accuracy", sums.correct / sums.images, step))
-
-    def epoch(self, step: int, record: dict[str, Any]) -> None:
-        """Held-out accuracy and loss, and the epoch's training throughput, at the epoch's last step."""
-        self._put(("test/accuracy", record["test_accuracy"], step))
-        self._put(("test/loss", record["test_loss"], step))
-        self._put(("throughput/images_per_sec", record["images_per_sec"], step))
-        self._put(("", 0.0, step))  # flush, in the writer's thread
-
-    def close(self, timeout_s: float = 10.0) -> bool:
-        """Write what is pending, waiting at most ``timeout_s``; False if the volume did not take it in time (the
-        thread is a daemon: what it still holds is lost with the process)."""
-        if self._thread is None:
-            return True
-        self._put(None)
-        self._thread.join(timeout_s)
-        done = not self._thread.is_alive()
-        self._thread = None
-        return done
-
-
-def make_loader(
-    dataset: cifar.CifarArrays,
-    sampler: cifar.ResumableDistributedSampler,
-    args: argparse.Namespace,
-    ctx: DistContext,
-    seed: int,
-) -> DataLoader[Any]:
-    """DataLoader over ``sampler`` with workers and (on GPU) pinned memory."""
-    generator = torch.Generator()
-    generator.manual_seed(seed)
-    return DataLoader(
-        dataset,
-        batch_size=args.batch_size,
-        sampler=sampler,
-        num_workers=args.workers,
-        pin_memory=ctx.device.type == "cuda",
-        drop_last=True,
-        generator=generator,
-        persistent_workers=False,
-        worker_init_fn=_worker_init if args.workers else None,
-    )
 
 
 @torch.no_grad()
@@ -486,78 +162,6 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def acquire_lease(args: argparse.Namespace, ctx: DistContext, stop: StopRequest) -> run_lease.RunLease | None | int:
-    """Take the run lease (rank 0) before touching the output folder; every rank waits for the verdict.
-
-    Returns the lease on rank 0 and None on other ranks once it is held, or
-    :data:`EXIT_STOPPED` if a stop was requested while another group held it.
-    """
-    members = [str(m) for m in gather_objects(ctx, run_lease.node_id())]
-    lease = None
-    if ctx.is_main:
-        lease = run_lease.RunLease(
-            args.output_dir,
-            members,
-            args.lease_ttl_seconds,
-            ctx.world_size,
-            restart_count=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
-        )
-    waiting_since: float | None = None
-    last_wait_log = 0.0
-    attempt = -1
-    while True:  # mypy knows this loop only ends by a return (it does not know that of itertools.count())
-        attempt += 1
-        acquired = 0.0
-        if lease is not None:
-            verdict = lease.try_acquire()
-            if verdict.acquired:
-                acquired = 1.0
-                assert lease.record is not None
-                log_event(
-                    ctx,
-                    "lease_acquired",
-                    generation=lease.record.generation,
-                    members=members,
-                    why=verdict.why,
-                    previous=verdict.holder.summary() if verdict.holder else None,
-                    waited_s=round(time.monotonic() - waiting_since, 2) if waiting_since else 0.0,
-                )
-            else:
-                if verdict.holder is not None:
-                    lease.post_request(verdict.holder)
-                now = time.monotonic()
-                if waiting_since is None:
-                    waiting_since = now
-                if now - last_wait_log >= 30.0:
-                    last_wait_log = now
-                    log_event(
-                        ctx,
-                        "lease_wait",
-                        why=verdict.why,
-                        members=members,
-                        holder=verdict.holder.summary() if verdict.holder else None,
-                        waited_s=round(now - waiting_since, 2),
-                        text="another group owns this run; waiting (it was asked to yield)",
-                    )
-        wait_for_main(ctx, f"lease/{attempt}", args.checkpoint_deadline_seconds)  # rank 0's look at the volume
-        got, stopping = all_reduce_sum(ctx, [acquired, float(stop.requested)])
-        if got:
-            return lease
-        if stopping:
-            stop.log_once(ctx, 0)
-            if lease is not None:
-                lease.withdraw_request()
-            log_event(
-                ctx,
-                "stopping",
-                step=None,
-                reasons={"ranks_signalled": int(stopping)},
-                text="stop requested while waiting for the lease; nothing to save",
-            )
-            return EXIT_STOPPED
-        time.sleep(LEASE_POLL_S)
-
-
 def run(args: argparse.Namespace, ctx: DistContext, stop: StopRequest) -> int:
     """Train (or resume) until ``--epochs`` are done and write the final artifacts."""
     run_start = time.time()
@@ -625,140 +229,6 @@ def train(
     wait_for_all(ctx, "loaded", args.checkpoint_deadline_seconds)  # every rank read the dataset and the checkpoint
     attempt = Attempt(args, ctx, stop, lease, run_start, use_amp, data, state, progress, history, stats)
     return attempt.run()
-
-
-@dataclass
-class ResumePoint:
-    """Where an attempt starts: the checkpoint rank 0 chose (loaded on every rank), the attempts in a row that failed
-    before this one, and whether the run gives up instead."""
-
-    chosen: str | None
-    failures: int
-    give_up: bool
-    checkpoint: dict[str, Any] | None
-
-
-def choose_resume(args: argparse.Namespace, ctx: DistContext, lease: run_lease.RunLease | None) -> ResumePoint:
-    """Rank 0 picks the checkpoint, every rank loads that same file. Rank 0 records the attempt's start step in the
-    lease first, so an attempt that fails in any later step counts."""
-    chosen: str | None = None
-    checkpoint: dict[str, Any] | None = None
-    give_up = False
-    failures = 0
-    if ctx.is_main:
-        assert lease is not None
-        chosen, checkpoint = checkpointer.newest_loadable_checkpoint(args.output_dir)
-        start_step = int(checkpoint["step"]) if checkpoint is not None else 0
-        failures = lease.begin(start_step)
-        give_up = bool(args.max_failed_attempts) and failures >= args.max_failed_attempts
-    wait_for_main(ctx, "resume-chosen", args.checkpoint_deadline_seconds)  # rank 0 read checkpoints, wrote the lease
-    chosen, give_up, failures = broadcast_object(ctx, (chosen, give_up, failures))
-    if chosen and checkpoint is None and not give_up:
-        checkpoint = checkpointer.load_checkpoint(Path(chosen))
-    return ResumePoint(chosen, failures, give_up, checkpoint)
-
-
-@dataclass
-class CifarData:
-    """CIFAR-10 as every rank holds it: the training arrays, the test tensors (pinned on a GPU), the class names."""
-
-    train_images: np.ndarray
-    train_labels: np.ndarray
-    test_images: torch.Tensor
-    test_labels: torch.Tensor
-    class_names: list[str]
-
-
-def load_data(args: argparse.Namespace, ctx: DistContext) -> CifarData:
-    """Every rank reads both splits and the class names from ``--data-dir``."""
-    train_images, train_labels = cifar_io.load_split(args.data_dir, train=True)
-    test_images_np, test_labels_np = cifar_io.load_split(args.data_dir, train=False)
-    class_names = cifar_io.load_label_names(args.data_dir)
-    test_images = torch.from_numpy(test_images_np)
-    test_labels = torch.from_numpy(test_labels_np)
-    if ctx.device.type == "cuda":
-        test_images, test_labels = test_images.pin_memory(), test_labels.pin_memory()
-    return CifarData(train_images, train_labels, test_images, test_labels, class_names)
-
-
-@dataclass
-class ModelState:
-    """The model and what trains it: the state a checkpoint holds besides the run's position."""
-
-    config: cifar.ModelConfig
-    model: nn.Module
-    optimizer: torch.optim.SGD
-    scheduler: cifar.WarmupCosineSchedule
-    scaler: torch.amp.GradScaler
-
-
-def make_model(
-    args: argparse.Namespace, ctx: DistContext, data: CifarData, checkpoint: dict[str, Any] | None, use_amp: bool
-) -> ModelState:
-    """The ResNet-9 (its configuration from the checkpoint, else ``--width`` and the training images' channel
-    statistics), its optimizer, learning-rate schedule and gradient scaler, before any state is restored."""
-    if checkpoint is not None:
-        model_config = cifar.ModelConfig.from_dict(checkpoint["model_config"])
-    else:
-        mean, std = cifar_io.channel_stats(data.train_images)
-        model_config = cifar.ModelConfig(width=args.width, mean=tuple(mean), std=tuple(std))
-    torch.manual_seed(args.seed)
-    model = cifar.build_model(model_config).to(ctx.device)
-    if ctx.device.type == "cuda":
-        # Module.to(memory_format=...) exists at runtime but is missing from torch's overload stubs.
-        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
-    optimizer = torch.optim.SGD(
-        model.parameters(),
-        lr=args.lr,
-        momentum=args.momentum,
-        nesterov=args.momentum > 0,
-        weight_decay=args.weight_decay,
-    )
-    # Warm-up is capped at half of the run so short runs still get a decay phase.
-    scheduler = cifar.WarmupCosineSchedule(
-        optimizer, peak_lr=args.lr, warmup_fraction=min(args.warmup_epochs / args.epochs, 0.5)
-    )
-    scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
-    return ModelState(model_config, model, optimizer, scheduler, scaler)
-
-
-def restore(
-    args: argparse.Namespace, ctx: DistContext, state: ModelState, resume: ResumePoint
-) -> tuple[Progress, list[dict[str, Any]], EpochStats]:
-    """Load the chosen checkpoint into ``state``; returns the run's position, the finished epochs' records and the
-    current epoch's sums so far (a fresh start without a checkpoint)."""
-    checkpoint = resume.checkpoint
-    if checkpoint is None:
-        log_event(ctx, "fresh_start", text="no checkpoint found; starting from epoch 0")
-        return Progress(), [], EpochStats()
-    state.model.load_state_dict(checkpoint["model"])
-    state.optimizer.load_state_dict(checkpoint["optimizer"])
-    state.scheduler.load_state_dict(checkpoint["scheduler"])
-    if checkpoint["scaler"]:
-        state.scaler.load_state_dict(checkpoint["scaler"])
-    progress = Progress(int(checkpoint["epoch"]), int(checkpoint["step"]), int(checkpoint["samples_in_epoch"]))
-    history = list(checkpoint.get("history", []))
-    stats = EpochStats.from_dict(checkpoint.get("epoch_stats")) if progress.samples_in_epoch else EpochStats()
-    if state.config.width != args.width:
-        log_event(ctx, "warning", message=f"--width {args.width} ignored: checkpoint has width {state.config.width}")
-    log_event(
-        ctx,
-        "resumed",
-        checkpoint=resume.chosen,
-        epoch=progress.epoch,
-        step=progress.step,
-        samples_in_epoch=progress.samples_in_epoch,
-        checkpoint_world_size=checkpoint.get("world_size"),
-        world_size=ctx.world_size,
-        failed_attempts_in_a_row=resume.failures,
-    )
-    assert resume.chosen is not None
-    log_event(
-        ctx,
-        "message",
-        text=f"resumed from epoch {progress.epoch} step {progress.step} (checkpoint {Path(resume.chosen).name})",
-    )
-    return progress, history, stats
 
 
 class Attempt:
@@ -1110,151 +580,6 @@ class Attempt:
             self.lease.release("done", self.progress.step)
         hand_off(ctx, "done", self.progress.step, 2 * args.checkpoint_deadline_seconds)  # nobody leaves before DONE
         return EXIT_OK
-
-
-def give_up_run(
-    args: argparse.Namespace, ctx: DistContext, lease: run_lease.RunLease | None, failures: int, chosen: str | None
-) -> int:
-    """Rank 0 writes ``FAILED`` and releases the lease; every rank exits 0 so torchrun stops restarting."""
-    if ctx.is_main:
-        assert lease is not None and lease.record is not None
-        reason = (
-            f"{failures} attempts in a row failed without a new checkpoint "
-            f"(--max-failed-attempts {args.max_failed_attempts})"
-        )
-        cifar_io.atomic_write_json(
-            args.output_dir / FAILED_MARKER,
-            {
-                "reason": reason,
-                "failures": failures,
-                "checkpoint": chosen,
-                "step": lease.record.start_step,
-                "lease_generation": lease.record.generation,
-                "previous": lease.record.previous,
-                "failed_at": dt.datetime.now(dt.UTC).isoformat(),
-            },
-        )
-        lease.release("gave_up", reason=reason)
-        log_event(ctx, "gave_up", failures=failures, checkpoint=chosen, text=reason)
-    hand_off(ctx, "gave-up", 0, args.checkpoint_deadline_seconds)  # FAILED is on the volume before anyone leaves
-    return EXIT_OK
-
-
-def model_flops_per_image(model_config: cifar.ModelConfig) -> float | None:
-    """FLOPs of one training image (forward and backward), as torch's ``FlopCounterMode`` counts the model's
-    convolutions and matrix products (2 per multiply-add; elementwise operations not counted), on a copy of the model
-    on the ``meta`` device (no memory, no compute). None if it cannot be counted."""
-    try:
-        from torch.utils.flop_counter import FlopCounterMode
-
-        with torch.device("meta"):
-            counted = cifar.build_model(model_config)
-            x = torch.empty(2, 3, 32, 32)
-        with FlopCounterMode(display=False) as counter:
-            counted(x).sum().backward()
-        return float(counter.get_total_flops()) / 2
-    except Exception:  # an operator without a FLOP formula: no figure rather than a wrong one
-        return None
-
-
-def flops_metrics(
-    history: list[dict[str, Any]], flops_per_image: float | None, peak_flops_per_device: float | None
-) -> dict[str, Any]:
-    """Model FLOPs: per step (at the last world size), achieved per second of training, and the model FLOPs
-    utilization (achieved / peak of the devices that trained) over the epochs trained at one world size."""
-    if not flops_per_image or not history:
-        return {
-            "model_flops_per_image": None,
-            "model_flops_per_step": None,
-            "model_flops_per_s": None,
-            "mfu": None,
-            "mfu_note": "the model's FLOPs could not be counted",
-        }
-    final = history[-1]
-    per_step = flops_per_image * int(final.get("world_size") or 1) * int(final.get("batch_size") or 0) or None
-    whole = [h for h in history if len(h.get("world_sizes") or [h.get("world_size")]) == 1]
-    images = sum(int(h["images"]) for h in whole)
-    device_seconds = sum(float(h["train_time_s"]) * int(h["world_size"]) for h in whole)
-    train_time = sum(float(h["train_time_s"]) for h in whole)
-    achieved = flops_per_image * images / train_time if train_time > 0 else None
-    mfu, note = None, None
-    if peak_flops_per_device is None:
-        note = "no peak FLOP/s given for the device (--peak-flops-per-device, $PEAK_FLOPS_PER_DEVICE)"
-    elif device_seconds > 0:
-        mfu = round(flops_per_image * images / (device_seconds * peak_flops_per_device), 4)
-    else:
-        note = "no epoch was trained at a single world size"
-    return {
-        "model_flops_per_image": flops_per_image,
-        "model_flops_per_step": per_step,
-        "model_flops_per_s": round(achieved, 1) if achieved else None,
-        "mfu": mfu,
-        "mfu_note": note,
-    }
-
-
-def training_metrics(history: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run's metrics over every epoch (restarts included): time spent training and evaluating, images/s over
-    the training steps, the last epoch's training loss and test accuracy."""
-    final = history[-1] if history else {}
-    images = sum(int(h["images"]) for h in history)
-    train_time = sum(float(h["train_time_s"]) for h in history)
-    return {
-        "wall_time_s": round(sum(float(h["epoch_time_s"]) for h in history), 3),
-        "throughput": round(images / train_time, 1) if train_time > 0 else None,
-        "throughput_unit": "images/s",
-        "final_loss": final.get("train_loss"),
-        "final_accuracy": final.get("test_accuracy"),
-        "final_test_loss": final.get("test_loss"),
-        "world_size": final.get("world_size"),
-        "epochs": len(history),
-    }
-
-
-def write_final_artifacts(
-    args: argparse.Namespace,
-    ctx: DistContext,
-    model: nn.Module,
-    model_config: cifar.ModelConfig,
-    class_names: list[str],
-    history: list[dict[str, Any]],
-    run_start: float,
-) -> None:
-    """Rank 0: ``model.pt``, ``training_summary.json`` and ``DONE`` (all atomic)."""
-    output_dir: Path = args.output_dir
-    final = history[-1] if history else {}
-    state_dict = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    model_path = cifar.atomic_torch_save(
-        output_dir / "model.pt",
-        {
-            "format_version": FORMAT_VERSION,
-            "state_dict": state_dict,
-            "model_config": model_config.to_dict(),
-            "class_names": class_names,
-            "epochs": args.epochs,
-            "test_accuracy": final.get("test_accuracy"),
-        },
-    )
-    summary = {
-        "model": str(model_path),
-        "epochs": args.epochs,
-        "final": final,
-        "history": history,
-        "world_sizes": sorted({int(h["world_size"]) for h in history}),
-        "model_config": model_config.to_dict(),
-        "args": json_args(args),
-        "seconds_this_attempt": round(time.time() - run_start, 3),
-        "finished_at": dt.datetime.now(dt.UTC).isoformat(),
-    }
-    cifar_io.atomic_write_json(output_dir / "training_summary.json", summary)
-    flops = flops_metrics(
-        [{**h, "batch_size": args.batch_size} for h in history],
-        model_flops_per_image(model_config),
-        args.peak_flops_per_device,
-    )
-    metrics.write_metrics(output_dir, "train.py", **training_metrics(history), **flops)
-    cifar_io.atomic_write_json(output_dir / "DONE", {"finished_at": summary["finished_at"], "model": str(model_path)})
-    log_event(ctx, "done", model=str(model_path), test_accuracy=final.get("test_accuracy"), world_size=ctx.world_size)
 
 
 if __name__ == "__main__":

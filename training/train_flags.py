@@ -1,5 +1,6 @@
 """The bundled trainer's flags (``train.py``): the folders, the recipe, checkpoints, reporting, sampling and fault
-handling, with their defaults (some read from the pod's environment, :data:`ENV_DEFAULTS`) and their ranges."""
+handling, with their defaults (some read from the pod's environment, :data:`ENV_DEFAULTS`), their ranges and their
+JSON form (:func:`json_args`, for the log, the checkpoints and the summary)."""
 
 from __future__ import annotations
 
@@ -185,3 +186,8 @@ def check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error("--warmup-epochs must be >= 0")
     if args.peak_flops_per_device is not None and args.peak_flops_per_device <= 0:
         parser.error("--peak-flops-per-device (or $PEAK_FLOPS_PER_DEVICE) must be > 0")
+
+
+def json_args(args: argparse.Namespace) -> dict[str, Any]:
+    """``args`` as plain JSON-compatible values (so checkpoints load with weights_only)."""
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}

@@ -1,7 +1,7 @@
 """A stop signal that reaches DataLoader workers while they start (tests/real/test_loader_signals_real.py).
 
-Runs the trainer's own loader start (``train.start_loader``, or plain ``iter`` with ``--plain``) and worker init
-(``train._worker_init``) over a small dataset with 4 workers. With ``--snippet`` it runs the job contract's example
+Runs the trainer's own loader start (``train_stop.start_loader``, or plain ``iter`` with ``--plain``) and worker init
+(``train_stop._worker_init``) over a small dataset with 4 workers. With ``--snippet`` it runs the job contract's example
 (docs/reference/job-contract.md) as written, on the same dataset. The window between PyTorch installing a worker's
 SIGTERM handler and running ``worker_init_fn`` is widened to ``--window`` seconds (the name-setting call PyTorch makes
 right after installing the handlers sleeps first), so the test can send SIGTERM to the whole process group inside it,
@@ -27,13 +27,15 @@ sys.path.insert(0, str(REPO / "training"))
 
 import torch  # noqa: E402
 import torch.multiprocessing  # noqa: E402
-import train  # noqa: E402
+import train_stop  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 
 def contract_example() -> str:
-    """The Python example of docs/reference/job-contract.md (its one Python block), as a user copies it."""
-    (block,) = re.findall(r"```python\n(.*?)```", (REPO / "docs" / "reference" / "job-contract.md").read_text(), re.S)
+    """The DataLoader example of docs/reference/job-contract.md (its Python block that starts loader workers), as a
+    user copies it."""
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / "docs" / "reference" / "job-contract.md").read_text(), re.S)
+    (block,) = [b for b in blocks if "worker_init_fn" in b]
     return textwrap.dedent(block)
 
 
@@ -72,7 +74,7 @@ def main() -> int:
         original(name)
 
     torch.multiprocessing._set_thread_name = slow_name  # type: ignore[assignment]
-    stop = train.StopRequest()
+    stop = train_stop.StopRequest()
     stop.install()
     dataset = TensorDataset(torch.arange(64, dtype=torch.float32))
     if args.snippet:
@@ -81,9 +83,9 @@ def main() -> int:
         iterator = scope["batches"]
     else:
         loader: DataLoader[tuple[torch.Tensor, ...]] = DataLoader(
-            dataset, batch_size=8, num_workers=4, worker_init_fn=train._worker_init
+            dataset, batch_size=8, num_workers=4, worker_init_fn=train_stop._worker_init
         )
-        iterator = iter(loader) if args.plain else train.start_loader(loader)
+        iterator = iter(loader) if args.plain else train_stop.start_loader(loader)
     raise_once()
     try:  # from the line on: the test signals the workers once it reads it
         print(json.dumps({"event": "workers_starting", "time": time.time()}), flush=True)

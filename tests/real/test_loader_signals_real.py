@@ -4,7 +4,7 @@ torchrun stops a worker group by signalling each worker's whole process group, D
 is forked, installs PyTorch's SIGTERM handler (which re-raises the signal with the default action), and only then runs
 the trainer's ``worker_init_fn``, which ignores the stop signals. A signal in between killed the worker and the trainer
 failed instead of checkpointing: CI saw it when a replacement pod joined just as an epoch's new loader started.
-``train.start_loader`` forks the workers with the signals blocked. The test widens the window to seconds (see
+``train_stop.start_loader`` forks the workers with the signals blocked. The test widens the window to seconds (see
 tests/programs/loader_stop_race.py) and signals the process group inside it, from another process as torchrun does.
 """
 

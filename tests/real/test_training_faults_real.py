@@ -50,7 +50,8 @@ for _folder in (REPO_ROOT, REPO_ROOT / "training"):
 
 import launch  # noqa: E402
 import run_lease  # noqa: E402
-import train  # noqa: E402
+import train_outputs  # noqa: E402
+import train_stop  # noqa: E402
 
 from tests import training_support as ts  # noqa: E402
 from tests.pod_runs import (  # noqa: E402
@@ -599,7 +600,7 @@ def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken
             "waiting_for": 1,
         }
         (out / run_lease.LEASE_DIR_NAME / f"request-{request['token']}.json").write_text(json.dumps(request))
-        assert proc.wait(patient(30)) == train.EXIT_STOPPED, proc.output()[-3000:]
+        assert proc.wait(patient(30)) == train_stop.EXIT_STOPPED, proc.output()[-3000:]
     finally:
         proc.kill()
     events = ts.json_events(proc.output())
@@ -634,7 +635,7 @@ def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken
         )
         taken_at = time.time()
         write_lease(out2, foreign_record(2, ttl_s=600.0))
-        assert proc.wait(patient(30)) == train.EXIT_STOPPED, proc.output()[-3000:]
+        assert proc.wait(patient(30)) == train_stop.EXIT_STOPPED, proc.output()[-3000:]
     finally:
         proc.kill()
     events = ts.json_events(proc.output())
@@ -689,7 +690,7 @@ def test_failed_attempts_without_progress_end_the_run(digits: Path, tmp_path: Pa
     events = ts.json_events(gave_up.stdout)
     assert [e["event"] for e in events if e["event"] in ("gave_up", "command_exit")] == ["gave_up", "command_exit"]
     assert events[-1]["command_code"] == 0 and events[-1]["outcome"] == "run_failed"
-    failed = json.loads((out / train.FAILED_MARKER).read_text())
+    failed = json.loads((out / train_outputs.FAILED_MARKER).read_text())
     assert failed["failures"] == 2 and failed["step"] == 3 and not (out / "DONE").exists()
     assert not list(out.glob("checkpoint-step0000000[4-9].pt"))
 

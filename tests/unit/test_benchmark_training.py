@@ -13,7 +13,7 @@ from tests import training_support  # noqa: F401  (puts training/ on sys.path)
 
 import metrics  # noqa: E402  (training/ is on sys.path through tests.training_support)
 import synthetic_benchmark  # noqa: E402
-import train  # noqa: E402
+import train_outputs  # noqa: E402
 
 
 def test_metrics_files_have_every_field_and_are_written_atomically(tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_train_py_metrics_span_every_epoch_and_restart() -> None:
             "test_loss": 1.4,
         },
     ]
-    m = train.training_metrics(history)
+    m = train_outputs.training_metrics(history)
     assert m == {
         "wall_time_s": 23.0,
         "throughput": 75.0,
@@ -59,7 +59,7 @@ def test_train_py_metrics_span_every_epoch_and_restart() -> None:
         "world_size": 1,
         "epochs": 2,
     }
-    assert train.training_metrics([])["throughput"] is None
+    assert train_outputs.training_metrics([])["throughput"] is None
 
 
 @pytest.mark.parametrize(

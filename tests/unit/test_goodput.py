@@ -290,21 +290,21 @@ def test_the_bundled_models_flops_and_utilization() -> None:
     pass). MFU is achieved model FLOP/s over the peak of the devices that trained, over epochs at one world size; with
     no peak it is None and says why."""
     import cifar
-    import train
+    import train_outputs
 
-    per_image = train.model_flops_per_image(cifar.ModelConfig(width=64, mean=(0.5,) * 3, std=(0.25,) * 3))
+    per_image = train_outputs.model_flops_per_image(cifar.ModelConfig(width=64, mean=(0.5,) * 3, std=(0.25,) * 3))
     assert per_image == pytest.approx(2.272e9, rel=0.01)
     history = [
         {"images": 1000, "train_time_s": 2.0, "world_size": 2, "world_sizes": [2], "batch_size": 100},
         {"images": 1000, "train_time_s": 1.0, "world_size": 1, "world_sizes": [2, 1], "batch_size": 100},
         {"images": 500, "train_time_s": 1.0, "world_size": 1, "world_sizes": [1], "batch_size": 100},
     ]
-    found = train.flops_metrics(history, 1e9, peak_flops_per_device=1e12)
+    found = train_outputs.flops_metrics(history, 1e9, peak_flops_per_device=1e12)
     # the mixed epoch is left out: 1500 images in 2 * 2 + 1 * 1 device-seconds
     assert found["mfu"] == pytest.approx(1500 * 1e9 / (5 * 1e12), abs=1e-4)
     assert found["model_flops_per_s"] == pytest.approx(1500 * 1e9 / 3.0)
     assert found["model_flops_per_step"] == 1e9 * 100 * 1
-    none = train.flops_metrics(history, 1e9, peak_flops_per_device=None)
+    none = train_outputs.flops_metrics(history, 1e9, peak_flops_per_device=None)
     assert none["mfu"] is None and "peak" in none["mfu_note"]
 
 

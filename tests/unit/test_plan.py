@@ -728,8 +728,8 @@ def test_gpu_jobs_get_their_gpus_peak_for_the_model_flops_utilization() -> None:
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
-    import train  # noqa: E402
     import train_flags  # noqa: E402
+    import train_outputs  # noqa: E402
 
     from components.catalog import INSTANCE_TYPES
     from components.catalog.gpus import GPU_MODELS
@@ -760,7 +760,7 @@ def test_gpu_jobs_get_their_gpus_peak_for_the_model_flops_utilization() -> None:
             assert variable not in env, instance_type
         else:
             assert float(env[variable]) == peak, instance_type
-            found = train.flops_metrics(
+            found = train_outputs.flops_metrics(
                 [{"images": 10, "train_time_s": 1.0, "world_size": 1, "world_sizes": [1], "batch_size": 10}],
                 1e12,
                 float(env[variable]),

@@ -1,4 +1,4 @@
-"""The trainer's TensorBoard scalars never hold the training loop (training/train.py ``ScalarLog``).
+"""The trainer's TensorBoard scalars never hold the training loop (training/train_progress.py ``ScalarLog``).
 
 The event file is on the shared volume; ``SummaryWriter.add_scalar`` blocks once its small queue is full while the
 volume stalls, and ``flush`` waits for the volume. Called in the training loop, that held rank 0 while the other
@@ -20,7 +20,9 @@ TRAINING_DIR = Path(__file__).resolve().parents[2] / "training"
 if str(TRAINING_DIR) not in sys.path:
     sys.path.insert(0, str(TRAINING_DIR))
 
-import train  # noqa: E402
+import train_progress  # noqa: E402
+import train_stop  # noqa: E402
+from dist_context import DistContext  # noqa: E402
 
 from tests.wait import patient  # noqa: E402
 
@@ -53,12 +55,10 @@ def test_a_stalled_volume_never_holds_the_loop_and_loses_only_the_oldest_scalars
     import torch.utils.tensorboard
 
     monkeypatch.setattr(torch.utils.tensorboard, "SummaryWriter", StalledWriter)
-    monkeypatch.setattr(train.ScalarLog, "QUEUE_LIMIT", 100)
-    ctx = train.DistContext(
-        rank=0, world_size=1, local_rank=0, device=train.torch.device("cpu"), backend="gloo", distributed=False
-    )
-    log = train.ScalarLog(tmp_path / "tb", ctx, 0)
-    sums = train.StepSums(loss_sum=2.0, correct=1.0, images=2.0, signalled=0, yielding=False, lease_lost=False)
+    monkeypatch.setattr(train_progress.ScalarLog, "QUEUE_LIMIT", 100)
+    ctx = DistContext(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"), backend="gloo", distributed=False)
+    log = train_progress.ScalarLog(tmp_path / "tb", ctx, 0)
+    sums = train_stop.StepSums(loss_sum=2.0, correct=1.0, images=2.0, signalled=0, yielding=False, lease_lost=False)
     started = time.monotonic()
     for step in range(1, 501):  # 1000 scalars while the volume stalls
         log.step(step, sums)
