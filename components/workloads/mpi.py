@@ -53,7 +53,6 @@ from components.workloads.spec import (
     DEFAULT_MAX_RESTARTS,
     DEFAULT_TIMEOUT_HOURS,
     MASTER_PORT,
-    PREDECESSOR_FAILED_EXIT_CODE,
     WORKSPACE,
     JobSpec,
     WorkerPlacement,
@@ -326,10 +325,7 @@ class MpiJob(pulumi.ComponentResource):
                 ),
                 "namespace": spec["namespace"],
                 "labels": {**shape.labels, **shape.queue},
-                "annotations": {
-                    **annotations,
-                    "eks-training/predecessor-failed-exit-code": str(PREDECESSOR_FAILED_EXIT_CODE),
-                },
+                "annotations": annotations,
             },
             spec=mpi_spec,
             opts=pulumi.ResourceOptions(
