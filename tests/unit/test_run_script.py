@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.wait import patient
+
 REPO = Path(__file__).resolve().parents[2]
 TRAINING = REPO / "training"
 RUN_SCRIPT = TRAINING / "run_script.py"
@@ -140,7 +142,10 @@ def test_a_stop_and_a_lost_peer_are_no_failure_of_the_script(tmp_path, monkeypat
         out.mkdir(exist_ok=True)
         (tmp_path / "script.py").write_text(body + "\n")
         done = subprocess.run(
-            [sys.executable, str(RUN_SCRIPT), str(tmp_path / "script.py")], env=env, capture_output=True, timeout=60
+            [sys.executable, str(RUN_SCRIPT), str(tmp_path / "script.py")],
+            env=env,
+            capture_output=True,
+            timeout=patient(60),
         )
         assert (done.returncode, (out / "FAILED").exists()) == (status, gives_up), (body, done.stderr[-2000:])
 
