@@ -7,7 +7,8 @@ the interpreter's finalisation, which torchrun would count as a failure. The scr
 ``__file__``, ``sys.argv`` and ``sys.path[0]``; then threading's exit hooks, non-daemon threads and ``atexit``
 handlers run and open files and standard streams are flushed, as at a program's end. Only the rest of finalisation is
 skipped. Why, and the whole list: "Your own script" in docs/explanation/programs.md. Under the launcher it also ends a
-crash loop: ``maxRestarts`` quick failures in a row write ``FAILED`` (:func:`end_status`; docs/reference/job-contract.md)."""
+crash loop: ``MAX_FAILED_ATTEMPTS`` quick failures in a row write ``FAILED`` (:func:`end_status`;
+docs/reference/job-contract.md)."""
 
 from __future__ import annotations
 

@@ -70,11 +70,12 @@ def _worker_init(_worker_id: int) -> None:
     """DataLoader workers ignore the stop signals, so they keep serving batches until the trainer has written its
     stop checkpoint. torchrun stops a worker by signalling its whole process group (``os.killpg`` in
     ``torch/distributed/elastic/multiprocessing/subprocess_handler/subprocess_handler.py``), so the kubelet's
-    SIGTERM, forwarded by the launcher, reaches the DataLoader workers too; a DataLoader worker that died of it made the trainer fail on its next batch
-    ("DataLoader worker ... killed by signal: Terminated") before it could checkpoint: the steps since the last
-    checkpoint were lost and the stop counted as a failed attempt. The workers still end: the trainer drops its
-    loader at the stop (workers are joined), and a worker whose trainer is gone exits on its own (PyTorch's
-    DataLoader worker loop watches its parent); SIGKILL ends them as it ends the trainer."""
+    SIGTERM, forwarded by the launcher, reaches the DataLoader workers too; a DataLoader worker that died of it made
+    the trainer fail on its next batch ("DataLoader worker ... killed by signal: Terminated") before it could
+    checkpoint: the steps since the last checkpoint were lost and the stop counted as a failed attempt. The workers
+    still end: the trainer drops its loader at the stop (workers are joined), and a worker whose trainer is gone
+    exits on its own (PyTorch's DataLoader worker loop watches its parent); SIGKILL ends them as it ends the
+    trainer."""
     for sig in StopRequest.SIGNALS:
         signal.signal(sig, signal.SIG_IGN)  # also discards one that arrived while blocked (see start_loader)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, StopRequest.SIGNALS)
