@@ -72,6 +72,20 @@ def test_flushing_open_files_reads_no_other_object() -> None:
     assert alias is not None and not unclosed.closed
 
 
+def _under_the_launcher(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, attempts: int) -> Path:
+    """The wrapper's budget as the launcher sets it (``MAX_FAILED_ATTEMPTS``, its output folder ``tmp_path``), for a
+    script without its own; the file it counts in, returned."""
+    import run_script
+
+    state = tmp_path / "count"
+    monkeypatch.setattr(run_script, "quick_failures_file", lambda: state)
+    monkeypatch.setenv("OUTPUT_DIR", str(tmp_path))
+    monkeypatch.setenv("MAX_FAILED_ATTEMPTS", str(attempts))
+    monkeypatch.setenv(launch.LAUNCHER_ENV, "1")
+    monkeypatch.delenv(run_script.OWN_BUDGET_ENV, raising=False)
+    return state
+
+
 def test_quick_failures_in_a_row_end_the_run_and_anything_else_resets_the_count(tmp_path, monkeypatch) -> None:
     """The crash-loop budget of a script of your own, under the launcher: failures sooner than QUICK_FAILURE_S count,
     in a row; a success, a failure after a long attempt, and Ctrl-C reset the count. At ``MAX_FAILED_ATTEMPTS`` the
@@ -79,12 +93,7 @@ def test_quick_failures_in_a_row_end_the_run_and_anything_else_resets_the_count(
     and starts them again, to find FAILED."""
     import run_script
 
-    state = tmp_path / "count"
-    monkeypatch.setattr(run_script, "quick_failures_file", lambda: state)
-    monkeypatch.setenv("OUTPUT_DIR", str(tmp_path))
-    monkeypatch.setenv("MAX_FAILED_ATTEMPTS", "3")
-    monkeypatch.setenv(launch.LAUNCHER_ENV, "1")
-    monkeypatch.delenv(run_script.OWN_BUDGET_ENV, raising=False)
+    state = _under_the_launcher(monkeypatch, tmp_path, attempts=3)
     quick, slow = 1.0, run_script.QUICK_FAILURE_S + 1
     ends = [(1, quick), (1, quick), (0, quick), (1, quick), (1, slow), (1, quick), (run_script.INTERRUPTED, quick)]
     assert [run_script.end_status(code, s) for code, s in ends] == [code for code, _ in ends]
@@ -106,12 +115,7 @@ def test_a_stop_and_a_lost_peer_are_no_failure_of_the_script(tmp_path, monkeypat
     Any other exception still counts."""
     import run_script
 
-    state = tmp_path / "count"
-    monkeypatch.setattr(run_script, "quick_failures_file", lambda: state)
-    monkeypatch.setenv("OUTPUT_DIR", str(tmp_path))
-    monkeypatch.setenv("MAX_FAILED_ATTEMPTS", "2")
-    monkeypatch.setenv(launch.LAUNCHER_ENV, "1")
-    monkeypatch.delenv(run_script.OWN_BUDGET_ENV, raising=False)
+    state = _under_the_launcher(monkeypatch, tmp_path, attempts=2)
     assert run_script.STOPPED == (75, 143)
     assert [run_script.end_status(code, 1.0) for code in (1, 75, 1, 143)] == [1, 75, 1, 143]
     assert not (tmp_path / "FAILED").exists() and not state.exists()
