@@ -135,6 +135,9 @@ class GroupChange:
     jobs: tuple[JobStop, ...] = ()
     up_to: bool = False
     """``nodes`` is the most it may run: its ``maxSize``, where the cluster autoscaler owns its size."""
+    maybe: bool = False
+    """A ``roll`` that may not happen: its one reason is a first pin whose release the nodes may run already
+    (:func:`first_pin_unseen`). Counted in the expected duration all the same."""
     node_update: NodeUpdateStrategy = NODE_UPDATE_STRATEGIES["DEFAULT"]
     """How EKS rolls the nodes (``updateConfig.updateStrategy`` of the new configuration)."""
     no_surge: Optional[str] = None
@@ -472,6 +475,7 @@ def group_change(
         path=g.path,
         action="roll",
         reasons=tuple(why),
+        maybe=len(why) == 1 and first_pin_unseen(was, g, recorded),
         nodes=running_nodes(old_plan, was),
         strategy=strategy,
         jobs=_stops(old_plan, new_plan, g.name, strategy, rolls_under.surge, old_budgets=budgets_late),

@@ -38,6 +38,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
                 "reasons": list(g.reasons),
                 "nodes": g.nodes,
                 "upTo": g.up_to,
+                "maybe": g.maybe,
                 "updateStrategy": g.strategy,
                 "eksUpdateStrategy": {"name": g.node_update.name, "why": g.no_surge},
                 "minutes": g.minutes,
@@ -192,7 +193,8 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
             "delete": "goes",
         }
         lines.append(
-            f"  {g['key']} {verb[g['action']]}: {'; '.join(g['reasons'])}; {'up to ' if g['upTo'] else ''}"
+            f"  {g['key']} {'may roll' if g.get('maybe') else verb[g['action']]}: {'; '.join(g['reasons'])}; "
+            f"{'up to ' if g['upTo'] else ''}"
             f"{g['nodes']} node(s)"
             + (f", updateStrategy {g['updateStrategy']}, {_eks_strategy(g)}" if g["action"] == "roll" else "")
         )

@@ -434,7 +434,9 @@ def test_a_first_pin_to_the_release_a_new_group_starts_on_is_noted_without_a_rec
         )
         for g in new.all_groups
     }
-    assert "node groups: none rolls" not in render_upgrade(upgrade_report(unseen))
+    assert all(g.maybe for g in unseen.groups)
+    shown = render_upgrade(upgrade_report(unseen))
+    assert "node groups: none rolls" not in shown and "  nodeGroups.gpu may roll: AMI release pinned to " in shown
     noted = [n for n in unseen.notes if "other than" in n]
     assert [n.split(":")[0] for n in noted] == [g.path for g in new.all_groups], noted
     assert "`pulumi preview` reads the release they run where the last update recorded it" in noted[0]
