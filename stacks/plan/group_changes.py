@@ -294,8 +294,8 @@ def _running_release(old: NodeGroupPlan, recorded: Optional[Mapping[str, object]
 
 def first_pin_unseen(old: NodeGroupPlan, new: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None) -> bool:
     """A group pinned for the first time whose running release nobody recorded (``plan --from``, or a record older
-    than the releases' entries): its nodes run EKS's newest release of the day they launched, which may be the pin or
-    not, so whether they roll is not known here."""
+    than the releases' entries): its nodes run the release EKS had newest when the group was created or last updated,
+    which may be the pin or not, so whether they roll is not known here."""
     return new.ami.pinned and not old.ami.pinned and recorded_release(recorded, old.path) is None
 
 

@@ -198,7 +198,7 @@ PROJECT_CHANGED_NOTE = (
     "{label}: this project's code differs between {revision} and the working folder (a new version of it), and "
     "both stack files are planned with the new version: what the new version itself changes (the node groups' "
     "launch templates, add-on and chart pins, the jobs' pod templates) does not show here, and the old jobs' output "
-    "folders are named as the new version names them. `pulumi preview` compares with what the last update recorded "
+    "folders it names may not be the ones they run in. `pulumi preview` compares with what the last update recorded "
     "and shows those; `pulumi stack output jobs` has the folders the jobs run in"
 )
 
