@@ -188,28 +188,60 @@ def local_job(
     ``settings`` are keys of the job's config (camelCase, e.g. ``collectiveTimeoutSeconds``) set as a stack file
     sets them; ``venvs`` the runner's image virtualenvs. ``runner.pods(plan)`` gives the pods' commands and
     environments, built by the functions the components use."""
+    from stacks.stackfile import read_stack_config
+
+    name = name or job
+    preset = read_stack_config(stack)[1]["eks-training:jobs"][job]
+    runner, plan = local_stack_runner(
+        stack,
+        {name: {**preset, **(settings or {})}},
+        work,
+        datasets=datasets,
+        extra_args={name: list(args)},
+        venvs=venvs,
+        etcd_endpoint=etcd_endpoint,
+    )
+    return runner, plan.jobs[name]
+
+
+def local_stack_runner(
+    stack: str,
+    jobs: dict[str, dict[str, Any]],
+    work: Path,
+    *,
+    datasets: dict[str, Path] | None = None,
+    code: dict[str, Path] | None = None,
+    extra_args: dict[str, list[str]] | None = None,
+    venvs: dict[str, Path] | None = None,
+    etcd_endpoint: str | None = None,
+) -> tuple[LocalRunner, Any]:
+    """Preset ``stack`` with ``jobs`` (a stack file's ``jobs``) instead of its own, as ``python -m stacks.local`` runs
+    it: ``(runner, plan)``, its datasets staged (``datasets``: name -> a local folder standing for each; none given:
+    the preset's datasets left out); ``code``: each job's code folder, as ``--code JOB=DIR`` gives it."""
     from stacks.config import load_config
     from stacks.local.runner import LocalRunner
     from stacks.plan import build_plan
     from stacks.stackfile import project_name, read_stack_config
 
     stack_file, config = read_stack_config(stack)
-    name = name or job
-    config["eks-training:jobs"] = {name: {**config["eks-training:jobs"][job], **(settings or {})}}
+    config["eks-training:jobs"] = jobs
+    if not datasets:
+        config.pop("eks-training:datasets", None)
     plan = build_plan(load_config(project_name(stack_file), stack, config))
     runner = LocalRunner(
         plan=plan,
         work=work,
         repo=REPO_ROOT,
-        datasets=datasets,
-        extra_args={name: list(args)},
+        datasets=datasets or {},
+        code=code or {},
+        extra_args=extra_args or {},
         venvs=venvs or {},
         rendezvous_endpoint=etcd_endpoint,
         out=io.StringIO(),
     )
     for dataset in plan.datasets:
         runner.stage(dataset)
-    return runner, plan.jobs[name]
+    return runner, plan
 
 
 def local_training_job(

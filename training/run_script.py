@@ -34,9 +34,13 @@ USAGE = "usage: run_script.py SCRIPT [ARGS...]"
 INTERRUPTED = -int(signal.SIGINT)
 #: An attempt that fails sooner than this after it started made no progress: a crash at start, a bad argument.
 QUICK_FAILURE_S = 300.0
-#: The exit statuses of a script that stopped in order, which count no failure: 75, which the job contract asks for
-#: after a stop (the bundled trainer's), and 143 (128 + SIGTERM).
-STOPPED = (75, 128 + int(signal.SIGTERM))
+#: The status a script exits with once it stopped in order at a step, its checkpoint written (the job contract's, the
+#: bundled trainer's). Non-zero on purpose: torchrun takes a worker's 0 for "the job succeeded" (its exit barrier,
+#: then the pod completes), so 0 is kept for a run that is over.
+EXIT_STOPPED = 75
+#: The exit statuses of a script that stopped in order, which count no failure: :data:`EXIT_STOPPED`, and 143
+#: (128 + SIGTERM).
+STOPPED = (EXIT_STOPPED, 128 + int(signal.SIGTERM))
 #: What gloo's collectives raise when another rank's process went away (its pod stopped or crashed, which that
 #: pod's own count sees): no failure of this rank's script.
 PEER_LOSS = ("Connection closed by peer", "Connection reset by peer")
@@ -202,18 +206,13 @@ def announce_start() -> None:
         print(json.dumps({"event": "attempt", "component": COMPONENT, "time": round(time.time(), 3)}), flush=True)
 
 
-#: The exception that ended the script's last :func:`run`, if any.
-failure: BaseException | None = None
-
-
-def run(argv: list[str]) -> int:
+def run(argv: list[str]) -> tuple[int, bool]:
     """Run ``argv[0]`` with arguments ``argv[1:]`` as ``python`` runs a script; return its exit status
-    (:data:`INTERRUPTED` after Ctrl-C), and keep the exception that ended it in :data:`failure`."""
-    global failure
-    failure = None
+    (:data:`INTERRUPTED` after Ctrl-C), and whether it failed because another rank went away (:func:`lost_peer`)."""
+    peer_lost = False
     if not argv or argv[0].startswith("-"):
         print(USAGE, file=sys.stderr)
-        return 2
+        return 2, False
     script = argv[0]
     sys.argv = list(argv)
     sys.path[0] = os.path.dirname(os.path.abspath(script))
@@ -230,14 +229,14 @@ def run(argv: list[str]) -> int:
         code = INTERRUPTED
     except BaseException as exc:  # noqa: BLE001  (as the interpreter: print it, exit 1)
         sys.excepthook(*sys.exc_info())
-        failure = exc
+        peer_lost = lost_peer(exc)
         code = 1
     # What the interpreter does at the end before its finalisation: threading's exit hooks (they stop the workers of
     # concurrent.futures' pools) and the join of every non-daemon thread, then the atexit handlers.
     threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     flush_open_files()
-    return code
+    return code, peer_lost
 
 
 if __name__ == "__main__":
@@ -249,8 +248,8 @@ if __name__ == "__main__":
         reset_after_progress(quick_failures_file())
     announce_start()
     started = time.monotonic()
-    status = run(sys.argv[1:])
-    status = end_status(status, time.monotonic() - started, failure is not None and lost_peer(failure))
+    status, peer_lost = run(sys.argv[1:])
+    status = end_status(status, time.monotonic() - started, peer_lost)
     if status == INTERRUPTED:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -71,7 +71,8 @@ from train_lease import acquire_lease  # noqa: E402
 from train_outputs import FAILED_MARKER, FORMAT_VERSION, give_up_run, read_failed_marker, write_final_artifacts  # noqa: E402
 from train_progress import EpochStats, Progress, ScalarLog  # noqa: E402
 from train_setup import CifarData, ModelState, choose_resume, load_data, make_loader, make_model, restore  # noqa: E402
-from train_stop import EXIT_OK, EXIT_STOPPED, StepFlags, StepSums, StopRequest, combine_step, start_loader  # noqa: E402
+from run_script import EXIT_STOPPED  # noqa: E402
+from train_stop import EXIT_OK, StepFlags, StepSums, StopRequest, combine_step, start_loader  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

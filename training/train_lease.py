@@ -9,7 +9,8 @@ import time
 
 import run_lease
 from dist_context import DistContext, all_reduce_sum, gather_objects, log_event, wait_for_main
-from train_stop import EXIT_STOPPED, StopRequest
+from run_script import EXIT_STOPPED
+from train_stop import StopRequest
 
 #: Seconds between two looks at the lease while another group holds it.
 LEASE_POLL_S = 1.0

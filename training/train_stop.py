@@ -17,10 +17,6 @@ from torch.utils.data import DataLoader
 from dist_context import DistContext
 
 EXIT_OK = 0
-#: Stopped in order at a step boundary with the checkpoint written; the run continues elsewhere.
-#: Non-zero on purpose: torchrun treats a worker's 0 as "the job succeeded" (exit barrier, then
-#: the pod would complete), so 0 is reserved for a run that is over.
-EXIT_STOPPED = 75
 
 
 class StopRequest:

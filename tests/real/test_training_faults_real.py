@@ -50,8 +50,8 @@ for _folder in (REPO_ROOT, REPO_ROOT / "training"):
 
 import launch  # noqa: E402
 import run_lease  # noqa: E402
+import run_script  # noqa: E402
 import train_outputs  # noqa: E402
-import train_stop  # noqa: E402
 
 from tests import training_support as ts  # noqa: E402
 from tests.pod_runs import (  # noqa: E402
@@ -600,7 +600,7 @@ def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken
             "waiting_for": 1,
         }
         (out / run_lease.LEASE_DIR_NAME / f"request-{request['token']}.json").write_text(json.dumps(request))
-        assert proc.wait(patient(30)) == train_stop.EXIT_STOPPED, proc.output()[-3000:]
+        assert proc.wait(patient(30)) == run_script.EXIT_STOPPED, proc.output()[-3000:]
     finally:
         proc.kill()
     events = ts.json_events(proc.output())
@@ -635,7 +635,7 @@ def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken
         )
         taken_at = time.time()
         write_lease(out2, foreign_record(2, ttl_s=600.0))
-        assert proc.wait(patient(30)) == train_stop.EXIT_STOPPED, proc.output()[-3000:]
+        assert proc.wait(patient(30)) == run_script.EXIT_STOPPED, proc.output()[-3000:]
     finally:
         proc.kill()
     events = ts.json_events(proc.output())
