@@ -19,7 +19,7 @@ from components.catalog.platform import (
     DEFAULT_KUBERNETES_VERSION,
     minor_number,
 )
-from stacks.bundle import ROOT
+from stacks.bundle import ROOT, SHIPPED
 from stacks.config import ConfigError, StackConfig, load_config
 from stacks.config.cluster import support_windows_ignored
 from stacks.plan import Plan, build_plan
@@ -178,8 +178,8 @@ def _head_note(folder: Path, old: str, rel: str) -> tuple[str, ...]:
 
 
 #: The files and folders of this project (under :data:`~stacks.bundle.ROOT`) whose change makes a new version of it:
-#: its code, its images' folders, the program and the providers' pins.
-PROJECT_PATHS = ("components", "stacks", "training", "images", "provider", "__main__.py", "requirements.txt")
+#: its packages, its images' folders (:data:`~stacks.bundle.SHIPPED`), the program and the providers' pins.
+PROJECT_PATHS = ("components", "stacks", *SHIPPED, "provider", "__main__.py", "requirements.txt")
 
 
 def project_changed(repository: Path, revision: str) -> bool:
