@@ -218,6 +218,7 @@ def _duration_line(r: dict[str, Any]) -> str:
             f"  expected duration: about {r['expectedMinutes']:g} min (a model: control plane, add-ons, then the "
             f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node"
             + (", an autoscaled group at its maxSize" if any(g["upTo"] for g in timed) else "")
+            + (", a group that may roll as rolling" if any(g.get("maybe") for g in timed) else "")
             + (
                 f", {r['durations']['nodeSurge']['minutes']:g} more for DEFAULT's first new nodes"
                 if r["countsSurge"]

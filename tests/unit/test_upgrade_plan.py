@@ -437,6 +437,7 @@ def test_a_first_pin_to_the_release_a_new_group_starts_on_is_noted_without_a_rec
     assert all(g.maybe for g in unseen.groups)
     shown = render_upgrade(upgrade_report(unseen))
     assert "node groups: none rolls" not in shown and "  nodeGroups.gpu may roll: AMI release pinned to " in shown
+    assert ", a group that may roll as rolling" in shown  # the duration counts it
     noted = [n for n in unseen.notes if "other than" in n]
     assert [n.split(":")[0] for n in noted] == [g.path for g in new.all_groups], noted
     assert "`pulumi preview` reads the release they run where the last update recorded it" in noted[0]
@@ -450,6 +451,9 @@ def test_a_first_pin_to_the_release_a_new_group_starts_on_is_noted_without_a_rec
     )
     running = {f"{g.path}{RELEASE_SUFFIX}": g.ami.release_version for g in new.all_groups}
     assert not [n for n in compare(old, new, deployed_versions=running).notes if "other than" in n]  # pulumi up
+    ran_older = {name: list(AMI_RELEASES)[-2] for name in running}  # the nodes run an older release: a sure roll
+    sure = render_upgrade(upgrade_report(compare(old, new, deployed_versions=ran_older)))
+    assert "  nodeGroups.gpu rolls: " in sure and "may roll" not in sure
     assert not [n for n in compare(new, new, from_file=True).notes if "other than" in n]  # it runs its pin
 
 
