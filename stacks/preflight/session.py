@@ -6,7 +6,7 @@ from typing import Optional
 import boto3
 from botocore.exceptions import NoCredentialsError
 
-from components.image.aws_settings import aws_session
+from components.image.aws_settings import AwsSettings, aws_session
 from stacks.plan import Plan
 from stacks.plan.checklist import CREDENTIAL_KEYS as CREDENTIAL_KEYS
 from stacks.plan.checklist import CREDENTIALS_KEY as CREDENTIALS_KEY
@@ -30,15 +30,29 @@ def mfa_profile(session: boto3.session.Session) -> Optional[str]:
     return None
 
 
-def credentials_fix(profile: Optional[str]) -> str:
-    """How to give the stack credentials and check them, for its ``aws:profile`` (``None``: the shell's default),
-    with the AWS CLI (the AWS provider of `pulumi up` reads the same)."""
+def credentials_fix(settings: AwsSettings) -> str:
+    """How to give the stack credentials and check them with the AWS CLI, for its ``aws:`` settings (the AWS provider
+    of `pulumi up` reads the same): the stack's profile (else the shell's default), its own shared files (the CLI's
+    environment variables) and the first role it assumes."""
+    profile = settings.get("profile")
+    files = (
+        ("AWS_CONFIG_FILE", settings.get("shared_config_file")),
+        ("AWS_SHARED_CREDENTIALS_FILE", settings.get("shared_credentials_file")),
+    )
+    cli = "".join(f"{variable}={path} " for variable, path in files if path) + "aws"
     flag = f" --profile {profile}" if profile else ""
     where = "" if profile else ", or a profile named in the stack file's aws:profile"
-    return (
-        f"give the stack credentials AWS accepts (`aws configure{flag}`, `aws sso login{flag}`{where}), and check "
-        f"them with `aws sts get-caller-identity{flag}`"
+    fix = (
+        f"give the stack credentials AWS accepts (`{cli} configure{flag}`, `{cli} sso login{flag}`{where}), and check "
+        f"them with `{cli} sts get-caller-identity{flag}`"
     )
+    roles = settings.get("assume_roles") or []
+    if roles:
+        fix += (
+            f", then that they may assume aws:assumeRoles' first role: `{cli} sts assume-role{flag} --role-arn "
+            f"{roles[0]['role_arn']} --role-session-name preflight`"
+        )
+    return fix
 
 
 def stack_session(plan: Plan) -> boto3.session.Session:
@@ -63,6 +77,6 @@ def stack_session(plan: Plan) -> boto3.session.Session:
     except Exception as exc:  # noqa: BLE001 - botocore's (ProfileNotFound, CredentialRetrievalError, ClientError...)
         raise CredentialsError(
             f"cannot use the stack's AWS credentials ({CREDENTIAL_KEYS}): {str(exc) or type(exc).__name__}; "
-            + credentials_fix(plan.config.aws.get("profile"))
+            + credentials_fix(plan.config.aws)
         ) from exc
     return session

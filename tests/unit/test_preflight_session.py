@@ -54,14 +54,29 @@ def test_a_missing_profile_fails_the_check_naming_the_keys(tmp_path: Path) -> No
     assert failed[0].key == "aws:profile"
     assert failed[0].message.startswith("cannot use the stack's AWS credentials (aws:profile, aws:sharedConfigFiles")
     assert "nobody" in failed[0].message
-    # the fix names the stack's profile: the AWS CLI's commands without it would set up and check the default one
+    # the fix names the stack's profile and files: the AWS CLI's commands without them would set up and check the
+    # default profile of the default files
+    cli = f"AWS_CONFIG_FILE={tmp_path / 'config'} AWS_SHARED_CREDENTIALS_FILE={tmp_path / 'credentials'} aws"
     assert failed[0].message.endswith(
-        "(`aws configure --profile nobody`, `aws sso login --profile nobody`), and check them with "
-        "`aws sts get-caller-identity --profile nobody`"
+        f"(`{cli} configure --profile nobody`, `{cli} sso login --profile nobody`), and check them with "
+        f"`{cli} sts get-caller-identity --profile nobody`"
     ), failed[0].message
     # the program's read of the running cluster says why it could not ask, and stops nothing
     found, why = running_cluster(plan)
     assert found is None and why is not None and "nobody" in why
+
+
+def test_the_fix_names_the_stacks_own_files_and_its_first_role(tmp_path: Path) -> None:
+    """A stack that assumes roles: the fix also checks the first role the provider assumes with the credentials."""
+    role = "arn:aws:iam::123456789012:role/deployer"
+    plan = _plan(**_files(tmp_path), **{"aws:profile": "nobody", "aws:assumeRoles": [{"roleArn": role}]})
+    (failed,) = [f for f in run_preflight(plan, None) if not f.ok and f.key != "PATH"]
+    cli = f"AWS_CONFIG_FILE={tmp_path / 'config'} AWS_SHARED_CREDENTIALS_FILE={tmp_path / 'credentials'} aws"
+    assert failed.message.endswith(
+        f"(`{cli} configure --profile nobody`, `{cli} sso login --profile nobody`), and check them with "
+        f"`{cli} sts get-caller-identity --profile nobody`, then that they may assume aws:assumeRoles' first role: "
+        f"`{cli} sts assume-role --profile nobody --role-arn {role} --role-session-name preflight`"
+    ), failed.message
 
 
 def _failed(findings: list) -> list:
