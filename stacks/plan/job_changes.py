@@ -23,18 +23,20 @@ class JobRun:
     old_dir: Optional[str] = None
     new_dir: Optional[str] = None
     how: str = ""
-    """``restarts``: how its running pods start again (:meth:`stacks.kinds.JobKind.restart_text`); ``same folder``:
-    its object replaced."""
+    """``restarts``: how its running pods start again (:meth:`stacks.kinds.JobKind.restart_text`); ``same folder``,
+    ``new run``: its object replaced."""
     rerun: str = ""
     """``restarts``, ``same folder``: what its program does when it starts again in the same folder
-    (:meth:`stacks.kinds.JobKind.rerun_text`)."""
+    (:meth:`stacks.kinds.JobKind.rerun_text`); ``new run``: when an earlier run of the same definition left the new
+    folder (a job set back)."""
 
 
 def run_changes(
     old_plan: Plan, new_plan: Plan, deployed_dirs: Optional[Mapping[str, str]] = None
 ) -> tuple[JobRun, ...]:
     """The jobs whose run the change starts or ends, in the new plan's job order, the removed ones last: a job whose
-    output folder moves (a new run, from its first step; the old folder stays), one whose run changes in the folder
+    output folder moves (a new run: its object replaced, from its first step unless an earlier run of the same
+    definition left that folder; the old folder stays), one whose run changes in the folder
     its ``outputDir`` keeps, one added, one removed. ``deployed_dirs``: each job's folder as the last update exported
     it (``pulumi up``), which a change outside the configuration moves too (an image or code folder, this project's
     version); without it the old plan's."""
@@ -56,12 +58,13 @@ def run_changes(
         reasons = _recipe_changes(was.run_recipe, job.run_recipe, benchmark=name in experiments)
         if not reasons:
             reasons = ["its image, code or this project's version"]
+        kind = KINDS[job.kind]
         if old_dir != job.output_dir:
-            out.append(JobRun(name, "new run", tuple(reasons), old_dir, job.output_dir))
+            how = f"its {kind.job_object.kind} is replaced and its pods stop"
+            out.append(JobRun(name, "new run", tuple(reasons), old_dir, job.output_dir, how, kind.rerun_text()))
             continue
         if len(reasons) > 1:  # the folder it names is the one it runs in: the other changes replace its object
             reasons = [r for r in reasons if r != RECIPE_WORDS["output"]]
-        kind = KINDS[job.kind]
         how = f"its {kind.job_object.kind} is replaced"
         out.append(JobRun(name, "same folder", tuple(reasons), old_dir, job.output_dir, how, kind.rerun_text()))
     out += [

@@ -111,8 +111,9 @@ def _run_line(j: dict[str, Any]) -> str:
             f"{j['rerun']}"
         )
     return (
-        f"  job {j['name']}: a new run ({', '.join(j['reasons'])}), from its first step, in {j['to']}; "
-        f"{j['from']} stays on the shared volume"
+        f"  job {j['name']}: a new run ({', '.join(j['reasons'])}) in {j['to']}: {j['how']}; {j['from']} stays on "
+        f"the shared volume\n    it starts from its first step, unless an earlier run of this definition left that "
+        f"folder (a job set back): then {j['rerun']}"
     )
 
 

@@ -98,8 +98,9 @@ def test_a_job_that_starts_a_new_run_is_said_though_nothing_rolls(last_outputs) 
     program = run_program("dev", config=config, fresh=True)
     assert program.error is None and program.registrations
     (summary,) = program.warnings
-    assert "\n  job train: a new run (args), from its first step, in /data/runs/train-" in summary, summary
-    assert "\n  job evaluate: a new run (a new run of train), from its first step" in summary
+    assert "\n  job train: a new run (args) in /data/runs/train-" in summary, summary
+    assert "\n  job evaluate: a new run (a new run of train) in /data/runs/evaluate-" in summary
+    assert "\n    it starts from its first step, unless an earlier run of this definition left that folder" in summary
     assert "node groups: none rolls" in summary and "stays on the shared volume" in summary
 
 
@@ -120,8 +121,9 @@ def test_a_folder_the_last_update_exported_elsewhere_is_a_new_run_though_the_con
     assert program.error is None and program.registrations
     (summary,) = program.warnings
     assert (
-        "\n  job train: a new run (its image, code or this project's version), from its first step, in "
-        f"{folders['train']}; /data/runs/train-0000000000 stays on the shared volume"
+        "\n  job train: a new run (its image, code or this project's version) in "
+        f"{folders['train']}: its Job is replaced and its pods stop; /data/runs/train-0000000000 stays on the shared "
+        "volume"
     ) in summary
     assert "job evaluate" not in summary
 

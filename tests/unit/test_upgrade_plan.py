@@ -1328,8 +1328,12 @@ def test_a_changed_definition_is_a_new_run_and_the_jobs_after_it_follow() -> Non
     ]
     assert all(r.old_dir == old.jobs[r.name].output_dir and r.new_dir == new.jobs[r.name].output_dir for r in u.runs)
     text = render_upgrade(upgrade_report(u))
-    assert f"  job train: a new run (args), from its first step, in {new.jobs['train'].output_dir}; " in text
-    assert f"{old.jobs['train'].output_dir} stays on the shared volume" in text
+    assert (
+        f"  job train: a new run (args) in {new.jobs['train'].output_dir}: its Job is replaced and its pods stop; "
+        f"{old.jobs['train'].output_dir} stays on the shared volume\n"
+        "    it starts from its first step, unless an earlier run of this definition left that folder (a job set "
+        "back): then an unfinished run resumes from its latest checkpoint; "
+    ) in text
     assert "expected duration: no control plane, add-on or node group update" in text
 
     resized = copy.deepcopy(old_cfg)
@@ -1683,7 +1687,7 @@ def test_from_a_revision_reads_the_code_folders_as_they_were(tmp_path: Path) -> 
     (tmp_path / "src" / "helper.py").write_text("X = 2\n")
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
-    assert "  job evaluate: a new run (code), from its first step" in out and "job train: a new run (" not in out
+    assert "  job evaluate: a new run (code) in " in out and "job train: a new run (" not in out
     assert _unseen(out) == {"train"}, out
 
 
