@@ -52,6 +52,9 @@ class JobStop:
     (:func:`~stacks.plan.job_changes.run_changes`)."""
     topology: bool = False
     """Kueue placed it by topology (its group's flavor names a Topology, :func:`group_network`)."""
+    moves_to: str = ""
+    """The group its replaced object's pods select now (a group that goes): its pods leave this one when it is
+    replaced, not when the group goes."""
 
     def _past_limit(self) -> str:
         """The clause that says the roll fails the job, when it uses more retries than the job has."""
@@ -402,7 +405,10 @@ def _stops(
             continue
         now = new_plan.jobs.get(name)
         if strategy == "delete" and name in replaced and now is not None and now.group.name != group:
-            continue  # its new pods select another group: the old group's deletion stops none of them
+            # its new pods select another group: the old group's deletion stops none of them
+            kind_of = kind.job_object.kind
+            out.append(JobStop(name, group, job.nodes, strategy, 0, replaced=kind_of, moves_to=now.group.path))
+            continue
         keeps = job.min_available
         if not old_budgets and now is not None and now.group.name == group:
             keeps = now.min_available

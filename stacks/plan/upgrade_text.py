@@ -77,6 +77,11 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
 
 
 def _stop_text(j: JobStop) -> str:
+    if j.moves_to:
+        return (
+            f"its {j.replaced} is replaced earlier in this update (below), with its pods on {j.moves_to}: its pods "
+            "here stop then"
+        )
     if j.replaced:
         return (
             f"its {j.replaced} is replaced earlier in this update (below); new pods that start on the old group's "

@@ -1430,6 +1430,26 @@ def test_what_kueue_lets_a_flavor_change_is_no_flavor_problem() -> None:
     assert actions == {"nodeGroups.h100": "add", "nodeGroups.gpu": "delete"}, actions
 
 
+def test_a_job_that_moves_off_a_group_that_goes_is_named_on_it() -> None:
+    """A group renamed (the old one goes, a new one is created) with its job moved onto the new one: the old group's
+    line names the job, whose pods there stop when its object is replaced, not "no job ... on it"."""
+    renamed = preset("dev")
+    renamed[P + "nodeGroups"]["cpu2"] = renamed[P + "nodeGroups"].pop("cpu")
+    renamed[P + "jobs"] = {
+        n: {**j, "nodeGroup": "cpu2"} if j.get("nodeGroup") == "cpu" else j for n, j in renamed[P + "jobs"].items()
+    }
+    u = compare(plan_of("dev", preset("dev")), plan_of("dev", renamed))
+    (gone,) = [g for g in u.groups if g.action == "delete"]
+    assert gone.jobs and all(j.moves_to == "nodeGroups.cpu2" and j.replaced == "Job" for j in gone.jobs), gone.jobs
+    text = render_upgrade(upgrade_report(u))
+    old_line = text.split("  nodeGroups.cpu goes: ")[1].split("\n  ")[0]
+    assert "no job of this stack file on it" not in old_line, text
+    assert (
+        "    job train: its Job is replaced earlier in this update (below), with its pods on nodeGroups.cpu2: its "
+        "pods here stop then"
+    ) in text, text
+
+
 def test_a_new_max_size_names_the_elastic_jobs_that_take_it() -> None:
     """An elastic ``pytorch`` job without ``maxNodes`` takes its group's ``maxSize``: a new one replaces its Job, and
     the summary says where the key the user never set comes from."""
