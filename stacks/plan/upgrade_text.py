@@ -130,6 +130,11 @@ def _eks_strategy(g: dict[str, Any]) -> str:
     return f"EKS strategy {eks['name']} ({eks['why']}: each node goes before its replacement launches)"
 
 
+def _only_file(r: dict[str, Any]) -> str:
+    """What follows a "none ..." line where the comparison sees the stack file's changes only (``projectChanged``)."""
+    return " for the stack file's changes" if r.get("projectChanged") else ""
+
+
 def _version(v: Optional[str], minor: str) -> str:
     return v if v is not None else f"EKS's default for {minor}"
 
@@ -160,7 +165,7 @@ def render_upgrade(r: dict[str, Any]) -> str:
         for n in r.get("unseenJobs", ())
     )
     if not r["jobs"] and not r["data"] and not r.get("unseenJobs"):
-        lines.append("  jobs: none restarts or starts a new run")
+        lines.append("  jobs: none restarts or starts a new run" + _only_file(r))
     if not r.get("jobsOnly"):
         lines.append(_duration_line(r))
     lines.extend(f"  note: {n}" for n in r["notes"])
@@ -189,7 +194,7 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
             lines.append(f"    {a['name']}: {_version(a['from'], k['from'])} -> {_version(a['to'], k['to'])}")
     lines.extend(f"  data: {d}" for d in r["data"])
     if not r["nodeGroups"]:
-        lines.append("  node groups: none rolls")
+        lines.append("  node groups: none rolls" + _only_file(r))
     for g in r["nodeGroups"]:
         verb = {
             "roll": "rolls",
@@ -234,7 +239,7 @@ def _duration_line(r: dict[str, Any]) -> str:
         )
     if r["nodeGroups"]:
         return "  expected duration: no roll (labels and taints change on the running nodes)"
-    return "  expected duration: no control plane, add-on or node group update"
+    return "  expected duration: no control plane, add-on or node group update" + _only_file(r)
 
 
 def compare_stacks(old: str, stack: str, stack_file: Optional[Path], plan: Plan, *, as_json: bool = False) -> str:

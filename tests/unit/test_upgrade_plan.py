@@ -792,6 +792,7 @@ def test_from_a_revision_of_another_version_of_the_project_says_what_it_cannot_s
     assert not old_config.project_changed(tmp_path, "HEAD")
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0 and "the stack file's changes only" not in out and "new version" not in out, out + err
+    assert "  node groups: none rolls\n" in out, out
 
     code_file.write_text("STEP = 2\n")  # as git pull leaves it: the new version in the working folder
     assert old_config.project_changed(tmp_path, "HEAD")
@@ -803,6 +804,9 @@ def test_from_a_revision_of_another_version_of_the_project_says_what_it_cannot_s
     ), out
     assert "  note: HEAD:Pulumi.dev.yaml: this project's code differs between HEAD and the working folder" in out, out
     assert "`pulumi preview` compares with what the last update recorded" in out, out
+    # what it cannot see is not said to be nothing
+    assert "  node groups: none rolls for the stack file's changes\n" in out, out
+    assert "  expected duration: no control plane, add-on or node group update for the stack file's changes\n" in out
     assert (
         '"projectChanged": true'
         in _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD", "--json")[1]
