@@ -19,7 +19,7 @@ from components.catalog.platform import (
     DEFAULT_KUBERNETES_VERSION,
     minor_number,
 )
-from stacks.bundle import ROOT, SHIPPED
+from stacks.bundle import ROOT
 from stacks.config import ConfigError, StackConfig, load_config
 from stacks.config.cluster import support_windows_ignored
 from stacks.plan import Plan, build_plan
@@ -178,8 +178,9 @@ def _head_note(folder: Path, old: str, rel: str) -> tuple[str, ...]:
 
 
 #: The files and folders of this project (under :data:`~stacks.bundle.ROOT`) whose change makes a new version of it:
-#: its packages, its images' folders (:data:`~stacks.bundle.SHIPPED`), the program and the providers' pins.
-PROJECT_PATHS = ("components", "stacks", *SHIPPED, "provider", "__main__.py", "requirements.txt")
+#: its packages, the program and the providers' pins. Not its images' folders (:data:`~stacks.bundle.SHIPPED`):
+#: the old configuration reads them at the revision (:func:`tree_at`), so what they change shows.
+PROJECT_PATHS = ("components", "stacks", "provider", "__main__.py", "requirements.txt")
 
 
 def project_changed(repository: Path, revision: str) -> bool:

@@ -794,6 +794,14 @@ def test_from_a_revision_of_another_version_of_the_project_says_what_it_cannot_s
     assert code == 0 and "the stack file's changes only" not in out and "new version" not in out, out + err
     assert "  node groups: none rolls\n" in out, out
 
+    image_file = tmp_path / "training" / "train.py"  # an image's folder: read at the revision, so its change shows
+    image_file.parent.mkdir()
+    image_file.write_text("STEP = 1\n")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "an image")
+    image_file.write_text("STEP = 2\n")
+    assert not old_config.project_changed(tmp_path, "HEAD")
+
     code_file.write_text("STEP = 2\n")  # as git pull leaves it: the new version in the working folder
     assert old_config.project_changed(tmp_path, "HEAD")
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
