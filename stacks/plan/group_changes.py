@@ -353,8 +353,8 @@ def pinned_release_problems(
                     "newer one"
                 )
             continue
-        if not g.ami.pinned or a != b or _release_moves(was, g, recorded):
-            continue
+        if not g.ami.pinned or a != b or _release_moves(was, g, recorded) or first_pin_unseen(was, g, recorded):
+            continue  # a first pin: its nodes may run another release, which the pin moves (first_pin_notes)
         changes = _template_changes(old_plan, new_plan, was, g, recorded)
         if not changes:
             continue
@@ -489,7 +489,7 @@ def group_change(
         no_surge=was.no_surge.why if was.no_surge is not None else None,
         up_to=autoscales(old_plan, was),
     )
-    notes = sizes
+    notes = sizes + _first_pin_notes(old_plan, new_plan, was, g, recorded)
     if strategy != g.update_strategy:
         notes.append(
             f"{g.path}: its updateStrategy moves {strategy} -> {g.update_strategy} in the same `pulumi up` as the "
@@ -511,6 +511,24 @@ def group_change(
     if g.capacity_type == "CAPACITY_BLOCK":
         notes.append(_capacity_block_note(old_plan, new_plan, g))
     return change, notes
+
+
+def _first_pin_notes(
+    old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan, recorded: Optional[Mapping[str, object]]
+) -> list[str]:
+    """A first pin beside a launch template change, the release the nodes run unknown (:func:`first_pin_unseen`):
+    the provider sends the pin with the new template where the nodes run another release; where they run the pin
+    already it sends the template alone, and EKS takes its newest release (:func:`pinned_release_problems`)."""
+    if not first_pin_unseen(was, g, recorded) or old_plan.config.cluster.kubernetes_version != (
+        minor := new_plan.config.cluster.kubernetes_version
+    ):
+        return []
+    if not _template_changes(old_plan, new_plan, was, g, recorded):
+        return []
+    return [
+        f"{g.path}: if its nodes run {g.ami.release_version} already, its launch template change moves them to EKS's "
+        f"newest release for {minor}, and the next `pulumi up` refuses the pin: then raise {_pin_key(new_plan, g)}"
+    ]
 
 
 def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan) -> list[str]:

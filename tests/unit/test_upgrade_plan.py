@@ -558,6 +558,24 @@ def test_a_pinned_group_whose_launch_template_changes_alone_is_refused(own: bool
     assert f"Set {pin} to a newer release in this same update, or remove it" in problem
 
 
+def test_a_first_pin_with_a_launch_template_change_is_noted_not_refused() -> None:
+    """A first pin beside a template change, the release its nodes run unknown (``plan --from``): the provider sends
+    the pin with the template where the nodes run another release, so no refusal; a note says what happens where
+    they run the pin already. With the record of that release, refused as before."""
+    old, new = plan_of("p5", preset("p5")), plan_of("p5", _pinned_p5("v20260714", own=True, disk=600))
+    u = compare(old, new, from_file=True)
+    (gpu,) = [g for g in u.groups if g.path == "nodeGroups.gpu"]
+    assert gpu.action == "roll" and "launch template: root volume size 500 -> 600" in gpu.reasons
+    (note,) = [n for n in u.notes if "already, its launch template change" in n]
+    assert note == (
+        "nodeGroups.gpu: if its nodes run 1.36.2-20260714 already, its launch template change moves them to EKS's "
+        f"newest release for 1.36, and the next `pulumi up` refuses the pin: then raise {P}nodeGroups.gpu.amiRelease"
+    )
+    assert not [n for n in compare(old, plan_of("p5", _pinned_p5("v20260714", own=True))).notes if "already, its" in n]
+    with pytest.raises(ConfigError):
+        compare(old, new, deployed_versions=_runs(old, gpu="1.36.2-20260714"))
+
+
 def test_a_pinned_group_takes_a_launch_template_change_with_a_new_release_or_unpinned() -> None:
     """Raised in the same update, the release goes with the template; unpinned, the group takes EKS's newest."""
     old = plan_of("p5", _pinned_p5())
