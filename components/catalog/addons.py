@@ -295,7 +295,10 @@ ADDON_VERSIONS: Mapping[str, Mapping[str, AddonPin]] = {
 
 #: Add-ons whose version EKS moves one minor at a time, up or down (UpdateAddon refuses a longer step), with the
 #: source key that shows it.
-ONE_MINOR_STEP_ADDONS: Mapping[str, str] = {"vpc-cni": "vpc-cni-one-minor-step"}
+ONE_MINOR_STEP_ADDONS: Mapping[str, str] = {
+    "vpc-cni": "vpc-cni-one-minor-step",
+    "eks-pod-identity-agent": "pod-identity-agent-one-minor-step",
+}
 
 
 def pinned_version(addon: str, kubernetes_version: str) -> Optional[AddonPin]:

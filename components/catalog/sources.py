@@ -201,6 +201,11 @@ SOURCES: Mapping[str, Source] = {
         shows="EKS's UpdateAddon refuses vpc-cni v1.13.4 -> v1.15.0: 'Updating VPC-CNI can only go up or down 1 minor "
         "version at a time' (InvalidParameterException); v1.14 first, then v1.15, works",
     ),
+    "pod-identity-agent-one-minor-step": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/add-ons-pod-id.html",
+        shows="the EKS Pod Identity Agent add-on (eks-pod-identity-agent) updates only one minor version at a time: "
+        "from 1.28 to 1.30, update to a 1.29 version first, then to 1.30",
+    ),
     "vpc-cni-1.36-describe-addon-versions": Source(
         url="https://github.com/aobao32/eks-101-workshop/blob/9aba525edd529db10ce2c44f4efb8395fb5b8aa2/"
         "18-EKS-Network-performance.md",

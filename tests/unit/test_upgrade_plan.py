@@ -294,6 +294,23 @@ def test_a_vpc_cni_move_of_more_than_one_minor_is_refused_with_the_step() -> Non
         )
 
 
+ADDON = "eks-pod-identity-agent"
+
+
+def test_a_pod_identity_agent_move_of_more_than_one_minor_is_refused_with_the_step() -> None:
+    """EKS updates the Pod Identity Agent one minor at a time too (source key ``pod-identity-agent-one-minor-step``):
+    a version held in addonVersions set two minors on is refused, naming the one between."""
+    held = variant("dev", addonVersions={"eks-pod-identity-agent": "v1.3.4-eksbuild.1"})
+    with pytest.raises(ConfigError) as err:
+        compare(plan_of("dev", held), plan_of("dev", variant("dev", addonVersions={ADDON: "v1.5.0-eksbuild.1"})))
+    (problem,) = err.value.problems
+    assert problem.startswith(
+        f"eks-training:cluster.addonVersions.{ADDON}: v1.3.4-eksbuild.1 -> v1.5.0-eksbuild.1 moves 2 minors, and EKS "
+        f"moves {ADDON} one minor at a time: set it to a v1.4 release"
+    ), problem
+    assert compare(plan_of("dev", held), plan_of("dev", variant("dev", addonVersions={ADDON: "v1.4.0-eksbuild.1"})))
+
+
 def _recorded(plan: Plan, **versions: str) -> dict[str, str]:
     """The ``deployedVersions`` record of ``plan``'s update, with ``versions`` (by name) as an older version of the
     project installed them."""
