@@ -140,18 +140,20 @@ def compare(
     notes += outgoing_notes(old_plan, new_plan)
     notes += _team_notes(new_plan, groups)
     notes += _held_addon_notes(old_plan, new_plan)
+    addons = _addon_changes(old_plan, new_plan, deployed_versions)
+    new_minor = new_plan.config.cluster.kubernetes_version
+    notes += _default_addon_notes(addons, new_minor)
     notes += network_notes(old_plan, new_plan) if region is None else []
     groups += [added_group(g) for g in new_plan.all_groups if g.name not in old_groups]
     groups += [
         deleted_group(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names
     ]
-    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     return Upgrade(
         old_label=old_label,
-        old_minor=a,
-        new_minor=b,
+        old_minor=old_plan.config.cluster.kubernetes_version,
+        new_minor=new_minor,
         groups=tuple(groups),
-        addons=_addon_changes(old_plan, new_plan, deployed_versions),
+        addons=addons,
         notes=tuple(notes),
         running=running,
         data=data_changes(old_plan, new_plan),
@@ -213,6 +215,18 @@ def _held_addon_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
         f"offers it for {b}"
         for addon, version in sorted(new_plan.config.cluster.addon_versions.items())
         if version and held.get(addon) == version and addon in new_plan.addons
+    ]
+
+
+def _default_addon_notes(addons: tuple[AddonChange, ...], minor: str) -> list[str]:
+    """An add-on that moves from a version to EKS's default for ``minor``, which ``pulumi up`` reads then
+    (``aws.eks.get_addon_version``) and which may be older than the one it runs."""
+    return [
+        f"{a.name}: EKS's default for {minor} is read at `pulumi up` and may be older than {a.old}. To keep "
+        f"{a.old} or newer, set {key('cluster.addonVersions.' + a.name)} to a version EKS offers for {minor} (aws eks "
+        f"describe-addon-versions --addon-name {a.name} --kubernetes-version {minor})"
+        for a in addons
+        if a.old is not None and a.new is None
     ]
 
 

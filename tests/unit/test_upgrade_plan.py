@@ -311,6 +311,21 @@ def test_a_pod_identity_agent_move_of_more_than_one_minor_is_refused_with_the_st
     assert compare(plan_of("dev", held), plan_of("dev", variant("dev", addonVersions={ADDON: "v1.4.0-eksbuild.1"})))
 
 
+def test_an_addon_that_moves_to_eks_default_is_noted() -> None:
+    """An add-on this project pins for the old minor but not the new one moves to EKS's default, which ``pulumi up``
+    reads then and which may be older than the one it runs: a note says how to keep it (source key
+    ``cloudwatch-observability-versions-eks-blueprints`` for the 1.35 pin)."""
+    old = plan_of("p5", variant("p5", kubernetesVersion="1.35"))
+    u = compare(old, plan_of("p5", variant("p5", kubernetesVersion="1.36")))
+    name = "amazon-cloudwatch-observability"
+    assert AddonChange(name, "v5.3.1-eksbuild.1", None) in u.addons
+    assert (
+        f"{name}: EKS's default for 1.36 is read at `pulumi up` and may be older than v5.3.1-eksbuild.1. To keep "
+        f"v5.3.1-eksbuild.1 or newer, set eks-training:cluster.addonVersions.{name} to a version EKS offers for 1.36"
+    ) in "\n".join(u.notes)
+    assert not [n for n in u.notes if n.startswith("vpc-cni: EKS's default")]  # pinned at both minors
+
+
 def _recorded(plan: Plan, **versions: str) -> dict[str, str]:
     """The ``deployedVersions`` record of ``plan``'s update, with ``versions`` (by name) as an older version of the
     project installed them."""
