@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from components.conventions import PATCH_FIELD_MANAGER
 from stacks.box.cluster import Box, establish_crds
+from stacks.box.efs import provision
+from stacks.box.progress import Progress
+from stacks.box.steps import RehearsalError, Step
 from stacks.yaml_text import dump_yaml_documents
 
 #: Kinds applied before everything else, in this order.
@@ -105,3 +108,69 @@ def apply_stack(box: Box, docs: Iterable[Mapping[str, Any]]) -> list[Refusal]:
 
 def _dump(docs: Sequence[Mapping[str, Any]]) -> str:
     return dump_yaml_documents(dict(d) for d in docs)
+
+
+def apply_steps(
+    box: Box,
+    steps: Sequence[Step],
+    progress: Progress,
+    annotate: Callable[[dict[str, Any]], None],
+    note: Callable[[str], None],
+    refusals: list[Refusal],
+) -> None:
+    """Apply ``steps`` (each one's dependencies ready, so ``pulumi up`` would apply them side by side) in one
+    server-side apply: kubectl applies each object and reports every refusal (added to ``refusals``); each step applied
+    starts its clock in ``progress``."""
+    docs: list[dict[str, Any]] = []
+    created: list[dict[str, Any]] = []
+    for step in steps:
+        # A Helm release the box does not stand in for (cluster-autoscaler: stacks/box/provisioner.py plays its
+        # ProvisioningRequests).
+        if not step.docs:
+            progress.mark_applied(step)
+        for doc in step.docs:
+            annotate(doc)
+            # Kueue's release: Helm's install creates a release's objects (no server-side apply), and creating
+            # Kueue's 1.8 MB of CRDs costs the apiserver a fraction of applying them server-side.
+            (created if step.kueue is not None else docs).append(doc)
+    if not docs and not created:
+        return
+    proc = None
+    # As Helm's install does with a chart's CRDs: one that exists already is left as it is.
+    created = [
+        d for d in created if not (d["kind"] == "CustomResourceDefinition" and box.exists("crd", d["metadata"]["name"]))
+    ]
+    if created:
+        proc = box.kubectl(
+            "create",
+            "--validate=strict",
+            "-f",
+            "-",
+            input=dump_yaml_documents(created),
+            check=False,
+        )
+    # the stack's objects, then each Patch under its own field manager, as the provider applies them
+    for flags, group in applies(docs):
+        if proc is not None and proc.returncode != 0:
+            break
+        proc = box.kubectl(
+            "apply", *flags, "--validate=strict", "-f", "-", input=dump_yaml_documents(group), check=False
+        )
+    docs += created
+    if proc is not None and proc.returncode != 0:
+        refused = _refusals(docs, proc.stderr)
+        refusals += refused
+        names = [
+            s.name
+            for s in steps
+            if any(r.name.rpartition("/")[2] == d["metadata"]["name"] for r in refused for d in s.docs)
+        ] or [s.name for s in steps]
+        raise RehearsalError(f"{', '.join(names)} was refused: " + "; ".join(str(r) for r in refusals))
+    for step in steps:
+        if not step.docs:
+            continue
+        progress.mark_applied(step)
+        note(f"applied {step.name} ({', '.join(d['kind'] + ' ' + d['metadata']['name'] for d in step.docs)})")
+        for doc in step.docs:
+            if doc["kind"] == "PersistentVolumeClaim":
+                provision(box, doc, note)

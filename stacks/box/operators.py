@@ -1,4 +1,5 @@
-"""Operators a rehearsal leaves running with its box (``python -m stacks.rehearse --keep``), stopped by their pids.
+"""The operators a rehearsal runs out of cluster (:class:`Operators`), and those it leaves running with its box
+(``python -m stacks.rehearse --keep``), stopped by their pids.
 
 The MPI Operator and Kueue run out of cluster as processes of the rehearsal. When the box is kept for the user to
 inspect, they keep running (Kueue's webhooks must answer, or the apiserver refuses every Job and MPIJob), and their
@@ -11,21 +12,113 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Callable, Mapping, Optional
 
-from stacks.box.cluster import Box, BoxError
-
-if TYPE_CHECKING:
-    from stacks.box.rehearse import Rehearsal
+from stacks.box.build import SUFFIXES
+from stacks.box.cluster import Box, BoxError, hold_for_child
+from stacks.box.kueue import Kueue
+from stacks.box.steps import RehearsalError, Step
 
 FILE = "operators.json"
+#: How long a box waits for another box's MPI Operator to end (one runs on a machine at a time: ``start_operator``).
+OPERATOR_PORT_WAIT_S = 900.0
 
 
-def record(box: Box, rehearsal: "Rehearsal") -> list[dict[str, object]]:
+class Operators:
+    """The MPI Operator and Kueue's manager, run by a rehearsal as processes beside its box."""
+
+    def __init__(
+        self, box: Box, log_dir: Path, note: Callable[[str], None], host_waited: Callable[[float], None]
+    ) -> None:
+        self.box, self.log_dir, self.note = box, log_dir, note
+        #: Called with the seconds the machine, not the cluster, held the rehearsal (a lock, Kueue's start).
+        self.host_waited = host_waited
+        self.operator: Optional[subprocess.Popen[bytes]] = None
+        self.restarts = 0
+        self.kueue: Optional[Kueue] = None
+        #: Seconds Kueue took to start (its webhooks serving and registered).
+        self.kueue_start_s: Optional[float] = None
+
+    def check_operator(self, binary: Path) -> None:
+        """The operator's Deployment restarts its pod when it exits; so does the box (at most 5 times). A component
+        of the box's control plane that exited ends the rehearsal at once, naming it (nothing would move again)."""
+        gone = self.box.exited()
+        if gone:
+            raise RehearsalError(self.box.exit_report(gone))
+        if self.operator is None or self.operator.poll() is None:
+            return
+        self.restarts += 1
+        tail = (self.log_dir / "mpi-operator.log").read_text(errors="replace")[-600:]
+        if self.restarts > 5:
+            raise RehearsalError(f"the MPI Operator exited {self.restarts} times; its log ends:\n{tail}")
+        self.note(f"the MPI Operator exited ({self.operator.returncode}); restarting it: ...{tail[-200:]}")
+        self.start_operator(binary)
+
+    def start_operator(self, binary: Path) -> None:
+        """The MPI Operator, out of cluster. It serves its health check on port 8080 of every address, fixed in its
+        code, and exits when that port is taken (mpi-operator v0.8.0 ``cmd/mpi-operator/app/server.go``,
+        ``healthCheckPort``): one runs on the machine at a time, holding the lock ``mpi-operator-8080`` for its
+        whole life (a kept box's operator too); another box's waits for it."""
+        log = open(self.log_dir / "mpi-operator.log", "ab")
+        started = time.monotonic()
+        lock = hold_for_child(
+            "mpi-operator-8080", OPERATOR_PORT_WAIT_S, lambda: self.note("waiting for another box's MPI Operator")
+        )
+        self.host_waited(time.monotonic() - started)
+        try:
+            self.operator = subprocess.Popen(
+                [
+                    str(binary),
+                    "-kubeConfig",
+                    str(self.box.kubeconfig),
+                    "--kube-api-qps",
+                    "100",
+                    "--kube-api-burst",
+                    "200",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(lock,),
+            )
+        finally:
+            os.close(lock)
+        self.note(f"started the MPI Operator (pid {self.operator.pid}, out of cluster)")
+
+    def start_kueue(self, binaries: Mapping[str, Path], step: Step) -> None:
+        """Kueue's release: its CRDs are applied; the manager starts once they are Established (once per box)."""
+        binary = binaries["kueue" + SUFFIXES.get(step.kueue_module, "")]
+        assert step.kueue is not None
+        kueue = Kueue(
+            self.box, binary, step.kueue, log_dir=self.log_dir, feature_gates=step.kueue_gates, folder=step.kueue_module
+        )
+        self.kueue_start_s = kueue.start()
+        self.kueue = kueue
+        # A real cluster starts Kueue's pod in seconds, within its release's wait; the box's start is its own work.
+        self.host_waited(self.kueue_start_s)
+        self.note(
+            f"started Kueue (pid {kueue.process.pid if kueue.process else '?'}, out of cluster) in "
+            f"{self.kueue_start_s:.1f} s"
+        )
+
+    def stop_operator(self) -> None:
+        """Stop the operators the box runs (the MPI Operator, Kueue)."""
+        if self.kueue is not None:
+            self.kueue.stop()
+        if self.operator and self.operator.poll() is None:
+            self.operator.terminate()
+            try:
+                self.operator.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.operator.kill()
+                self.operator.wait()
+
+
+def record(box: Box, operators: Operators) -> list[dict[str, object]]:
     """Write the rehearsal's running operators (name, pid, binary) to the box's folder; returns them."""
-    processes = {"mpi-operator": rehearsal.operator, "kueue": rehearsal.kueue.process if rehearsal.kueue else None}
+    processes = {"mpi-operator": operators.operator, "kueue": operators.kueue.process if operators.kueue else None}
     running: list[dict[str, object]] = []
     for name, process in processes.items():
         if process is not None and process.poll() is None:

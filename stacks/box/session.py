@@ -131,7 +131,7 @@ class Session:
         """Kept: record the operators the rehearsal runs (the box is left up). Otherwise stop them and delete the
         box."""
         if self.keep and self.rehearsal is not None and self.box.home.exists():
-            operators.record(self.box, self.rehearsal)
+            operators.record(self.box, self.rehearsal.operators)
             return
         if self.rehearsal is not None:
             self.rehearsal.stop_operator()

@@ -22,8 +22,8 @@ from typing_extensions import Self
 from stacks.box.cluster import Box, BoxError, crd_established
 from stacks.box.kueue import WORKLOAD_CRD
 from stacks.box.podlogs import pod_owner
+from stacks.box.pods import HELD
 from stacks.box.poller import Poller
-from stacks.box.rehearse import HELD
 from stacks.box.watch import Changes
 
 if TYPE_CHECKING:

@@ -443,7 +443,7 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
     samples = holding(pods.events, team_job)  # after each change to a pod, in the apiserver's order
     assert {"training", "team-a", "team-b"} <= set(queues)
     assert {"eks-training-team-member"} <= {
-        d["metadata"]["name"] for s in rehearsal.applied.values() for d in s.docs if d["kind"] == "ClusterRole"
+        d["metadata"]["name"] for s in rehearsal.progress.applied.values() for d in s.docs if d["kind"] == "ClusterRole"
     }
     assert {q["spec"].get("cohortName") for q in queues.values()} == {"eks-training"}
     # a's job ran whole on both GPU nodes (one of them b's nominal quota: borrowed) before b submitted

@@ -70,7 +70,7 @@ class _KueueUpgrade(WhileTraining):
         """Each CRD's stored versions under the old release."""
 
     def change(self) -> str:
-        old = self.rehearsal.kueue
+        old = self.rehearsal.operators.kueue
         self.before = _workloads(self.box)["train"]
         self.stored = _stored_versions(self.box)
         old.stop()
@@ -84,7 +84,7 @@ class _KueueUpgrade(WhileTraining):
             folder=self.new,
         )
         new.start()
-        self.rehearsal.kueue = new
+        self.rehearsal.operators.kueue = new
         return f"Kueue {MODULES[self.old].version()} -> {MODULES[self.new].version()}"
 
 
@@ -120,7 +120,7 @@ def test_kueue_moves_release_under_an_admitted_workload_and_admits_the_next(
         workloads = _workloads(box)
         stored = _stored_versions(box)
         new_crds = {d["metadata"]["name"] for d in kueue_crds(new)}
-        log = rehearsal.kueue.log()
+        log = rehearsal.operators.kueue.log()
     finally:
         if rehearsal is not None:
             rehearsal.stop_operator()

@@ -133,16 +133,16 @@ def test_an_awaited_mpijob_queued_past_ten_minutes_and_a_job_queued_past_its_dea
     }, timeline
     nccl_step, smoke_step = _job_step(rehearsal.steps, "nccl"), _job_step(rehearsal.steps, "smoke")
     # nccl waited in the queue (created, not started) past the provider's default of ten minutes on this clock
-    queued = jobs["nccl"]["started"] - (rehearsal.applied_at[nccl_step.urn] - rehearsal.start)
+    queued = jobs["nccl"]["started"] - (rehearsal.progress.applied_at[nccl_step.urn] - rehearsal.start)
     assert queued > 600 / SCALE, timeline
     assert nccl_step.timeout_s / SCALE > queued, (nccl_step.timeout_s, timeline)
     # train was created (its step applied) only once nccl had succeeded
     train_step = _job_step(rehearsal.steps, "train")
-    assert rehearsal.applied_at[train_step.urn] - rehearsal.start >= jobs["nccl"]["finished"] - 1, timeline
+    assert rehearsal.progress.applied_at[train_step.urn] - rehearsal.start >= jobs["nccl"]["finished"] - 1, timeline
     # smoke queued longer than its deadline, then ran within it
     deadline = smoke["spec"]["activeDeadlineSeconds"]
     assert deadline == 10, smoke["spec"]
-    waited = jobs["smoke"]["started"] - (rehearsal.applied_at[smoke_step.urn] - rehearsal.start)
+    waited = jobs["smoke"]["started"] - (rehearsal.progress.applied_at[smoke_step.urn] - rehearsal.start)
     assert waited > deadline, timeline
     assert _conditions(smoke)["Complete"]["status"] == "True", smoke["status"]
 
@@ -200,7 +200,7 @@ def test_a_failed_awaited_mpijob_ends_the_wait_at_once_with_its_reason(binaries,
     stamp = datetime.datetime.fromisoformat(failed["lastTransitionTime"].replace("Z", "+00:00")).timestamp()
     assert stopped - stamp < 10, (stopped - stamp, rehearsal.timeline())
     train_step = _job_step(rehearsal.steps, "train")
-    assert train_step.urn not in rehearsal.applied, rehearsal.timeline()
+    assert train_step.urn not in rehearsal.progress.applied, rehearsal.timeline()
 
 
 def test_the_await_command_answers_each_line(binaries) -> None:

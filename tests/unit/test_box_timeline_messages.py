@@ -53,7 +53,7 @@ def test_a_job_that_ran_between_two_passes_gets_its_controllers_start(monkeypatc
     ``started -``. Its start is then the controller's ``status.startTime``, within the rehearsal."""
     import datetime
 
-    from stacks.box import rehearse
+    from stacks.box import jobs, rehearse
 
     class Box:
         home = tmp_path
@@ -61,7 +61,7 @@ def test_a_job_that_ran_between_two_passes_gets_its_controllers_start(monkeypatc
         def get(self, kind: str, *args: str) -> dict:
             return {"items": [job] if kind == "mpijobs" else []}
 
-    monkeypatch.setattr(rehearse, "crd_established", lambda box, crd: True)
+    monkeypatch.setattr(jobs, "crd_established", lambda box, crd: True)
     run = rehearse.Rehearsal(Box(), [])  # type: ignore[arg-type]
     stamp = datetime.datetime.fromtimestamp(run.start_wall + 2, datetime.timezone.utc)
     job = {
@@ -73,13 +73,13 @@ def test_a_job_that_ran_between_two_passes_gets_its_controllers_start(monkeypatc
         },
     }
     run.start -= 5  # the pass comes 5 s after the start
-    run._watch_jobs()
+    jobs.watch_jobs(run.box, run.jobs, run.start, run.start_wall, run.note)
     rec = run.jobs["nccl"]
     assert rec["outcome"] == "Succeeded" and rec["finished"] >= 5
     assert 0 <= rec["started"] <= rec["finished"] and abs(rec["started"] - 2) <= 1  # whole seconds
     job["status"].pop("startTime")
     run.jobs.clear()
-    run._watch_jobs()
+    jobs.watch_jobs(run.box, run.jobs, run.start, run.start_wall, run.note)
     assert run.jobs["nccl"]["started"] == run.jobs["nccl"]["finished"]  # no stamp: took 0 s, never "-"
 
 
@@ -96,14 +96,15 @@ def test_a_wait_for_another_boxs_lock_moves_only_the_clocks_running_then(tmp_pat
     later = rehearse.Step("urn:later", "later", [], timeout_s=10.0)
     run = rehearse.Rehearsal(Box(), [waiting, later])  # type: ignore[arg-type]
     start = rehearse.time.monotonic()
-    run.applied[waiting.urn], run.waits_from[waiting.urn] = waiting, start - 9.0
-    run._host_waited(60.0)
-    run.seen_waiting[waiting.urn] = start
-    assert run._late() == []
-    run.applied[later.urn], run.waits_from[later.urn] = later, start - 11.0
-    run.seen_waiting[later.urn] = start
-    assert run._late() == ["later (timeout 10 s)"]
-    assert run.host_wait_s == 60.0
+    progress = run.progress
+    progress.applied[waiting.urn], progress.waits_from[waiting.urn] = waiting, start - 9.0
+    progress.host_waited(60.0)
+    progress.seen_waiting[waiting.urn] = start
+    assert progress.late() == []
+    progress.applied[later.urn], progress.waits_from[later.urn] = later, start - 11.0
+    progress.seen_waiting[later.urn] = start
+    assert progress.late() == ["later (timeout 10 s)"]
+    assert progress.host_wait_s == 60.0
 
 
 def test_the_boxs_own_work_is_not_charged_to_the_steps_waiting(monkeypatch, tmp_path) -> None:
@@ -111,7 +112,7 @@ def test_the_boxs_own_work_is_not_charged_to_the_steps_waiting(monkeypatch, tmp_
     starting Kueue are the box's work, not charged to the job objects waiting then; a step is judged by when it was
     last seen waiting, not by when a long pass ends. The scaled clock is a job object's (its pods' runs are scaled);
     another object is ready in the machine's time and awaited on the wall's."""
-    from stacks.box import rehearse
+    from stacks.box import operators, rehearse
 
     class Box:
         home = tmp_path
@@ -128,35 +129,36 @@ def test_the_boxs_own_work_is_not_charged_to_the_steps_waiting(monkeypatch, tmp_
 
     clock = [1000.0]
     monkeypatch.setattr(rehearse.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(rehearse, "Kueue", SlowKueue)
+    monkeypatch.setattr(operators, "Kueue", SlowKueue)
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "t"}}
     queued = rehearse.Step("urn:queued", "queued", [job], timeout_s=600.0)
     config_map = {"kind": "ConfigMap", "metadata": {"name": "c"}}
     applied = rehearse.Step("urn:applied", "applied", [config_map], timeout_s=600.0)
     run = rehearse.Rehearsal(Box(), [queued, applied], time_scale=60.0)  # type: ignore[arg-type]
-    run.applied[queued.urn], run.waits_from[queued.urn] = queued, clock[0]
+    progress = run.progress
+    progress.applied[queued.urn], progress.waits_from[queued.urn] = queued, clock[0]
 
-    def slow_apply(steps) -> None:
+    def slow_apply(box, steps, progress, *args) -> None:
         clock[0] += 18.0
         for step in steps:
-            run.applied[step.urn], run.waits_from[step.urn] = step, clock[0]
+            progress.applied[step.urn], progress.waits_from[step.urn] = step, clock[0]
 
-    monkeypatch.setattr(run, "_apply_all", slow_apply)
-    run._apply_timed([applied])
-    run._start_kueue({"kueue": tmp_path / "kueue"}, rehearse.Step("urn:kueue", "kueue", [], kueue={}))
-    run.seen_waiting = {queued.urn: clock[0], applied.urn: clock[0]}
-    assert run._late() == [], (run.waits_from, clock)
-    assert run.host_wait_s == 18.0 + 11.4
+    monkeypatch.setattr(rehearse, "apply_steps", slow_apply)
+    run._apply([applied])
+    run.operators.start_kueue({"kueue": tmp_path / "kueue"}, rehearse.Step("urn:kueue", "kueue", [], kueue={}))
+    progress.seen_waiting = {queued.urn: clock[0], applied.urn: clock[0]}
+    assert progress.late() == [], (progress.waits_from, clock)
+    assert progress.host_wait_s == 18.0 + 11.4
     # the step applied by the slow apply is charged only for what came after it (Kueue's start, the box's too)
-    assert run.waits_from[applied.urn] == 1018.0 + 11.4
+    assert progress.waits_from[applied.urn] == 1018.0 + 11.4
     # a step past its timeout when last seen waiting is late; one seen only before its timeout ran out is not yet
-    run.seen_waiting[queued.urn] = run.waits_from[queued.urn] + 10.5
-    assert run._late() == ["queued (timeout 600 s, 10.0 s on the box's clock)"]
+    progress.seen_waiting[queued.urn] = progress.waits_from[queued.urn] + 10.5
+    assert progress.late() == ["queued (timeout 600 s, 10.0 s on the box's clock)"]
     clock[0] += 100.0
-    run.seen_waiting[queued.urn] = run.waits_from[queued.urn] + 9.5
-    assert run._late() == []
+    progress.seen_waiting[queued.urn] = progress.waits_from[queued.urn] + 9.5
+    assert progress.late() == []
     # the ConfigMap's step is on the wall's clock: late only past its 600 s
-    run.seen_waiting[applied.urn] = run.waits_from[applied.urn] + 599.0
-    assert run._late() == []
-    run.seen_waiting[applied.urn] = run.waits_from[applied.urn] + 601.0
-    assert run._late() == ["applied (timeout 600 s)"]
+    progress.seen_waiting[applied.urn] = progress.waits_from[applied.urn] + 599.0
+    assert progress.late() == []
+    progress.seen_waiting[applied.urn] = progress.waits_from[applied.urn] + 601.0
+    assert progress.late() == ["applied (timeout 600 s)"]

@@ -1,0 +1,64 @@
+"""What waits in a rehearsal and why, the text of its error: every Pending pod with the scheduler's reason or its
+hold, Kueue's reason a Workload is not admitted, and the Jobs in the Job controller's back-off."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from components.workloads.job_objects import JOB_OBJECTS
+from stacks.box.cluster import Box
+from stacks.box.kueue import workload_conditions
+from stacks.box.pods import HELD
+from stacks.box.steps import Step
+
+
+def pending_reasons(box: Box, applied: Mapping[str, Step], kueue_runs: bool) -> list[str]:
+    """Every Pending pod and why it waits; with Kueue running, each of the stack's Workloads not admitted."""
+    out = []
+    for pod in box.get("pods", "-A")["items"]:
+        if (pod.get("status") or {}).get("phase") != "Pending":
+            continue
+        conds = (pod.get("status") or {}).get("conditions") or []
+        why = next(
+            (
+                c.get("message") or c.get("reason")
+                for c in conds
+                if c["type"] == "PodScheduled" and c["status"] == "False"
+            ),
+            None,
+        )
+        held = (pod["metadata"].get("annotations") or {}).get(HELD)
+        out.append(
+            f"{pod['metadata']['namespace']}/{pod['metadata']['name']}: "
+            + (why or (f"waiting for {held}" if held else "scheduled, not started"))
+        )
+    if kueue_runs:
+        for ns in sorted(
+            {d["metadata"]["namespace"] for s in applied.values() for d in s.docs if d["kind"] in JOB_OBJECTS}
+        ):
+            out += workload_conditions(box, ns)
+    return out
+
+
+def retrying(box: Box, applied: Mapping[str, Step]) -> list[str]:
+    """The Jobs whose pods failed and that wait to start the next: the Job controller's back-off, 10 s doubling
+    to at most 6 minutes, within the Job's backoffLimit
+    (https://kubernetes.io/docs/concepts/workloads/controllers/job/#pod-backoff-failure-policy)."""
+    out = []
+    for ns in sorted(
+        {d["metadata"]["namespace"] for s in applied.values() for d in s.docs if "namespace" in d["metadata"]}
+    ):
+        for job in box.get("jobs", "-n", ns)["items"]:
+            status = job.get("status") or {}
+            over = any(
+                c.get("status") == "True"
+                for c in status.get("conditions") or []
+                if c.get("type") in ("Complete", "Failed")
+            )
+            if status.get("failed") and not status.get("active") and not over:
+                out.append(
+                    f"{ns}/{job['metadata']['name']}: {status['failed']} pod(s) failed, of the "
+                    f"{job['spec'].get('backoffLimit', 6)} the Job allows; the next starts after the Job "
+                    "controller's back-off (10 s, doubling to 6 min): a longer --timeout shows the outcome"
+                )
+    return out
