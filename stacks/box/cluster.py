@@ -242,6 +242,17 @@ def process_alive(pid: int) -> bool:
         return False
 
 
+def terminate(process: Optional["subprocess.Popen[bytes]"], grace_s: float = 15.0) -> None:
+    """Stop a child process that still runs: SIGTERM, SIGKILL after ``grace_s``; reaped either way."""
+    if process and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def _stop_process(pid_file: Path, grace_s: float) -> None:
     """Stop the process whose pid ``pid_file`` holds: SIGTERM once (a Kubernetes server shuts down gracefully on the
     first and exits at once on a second, k8s.io/apiserver ``pkg/server/signal.go``), SIGKILL after ``grace_s``; then

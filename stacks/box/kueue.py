@@ -26,7 +26,7 @@ from components.admission import FRAMEWORKS
 from components.catalog import HELM_CHARTS
 from components.workloads.job_objects import JOB_OBJECTS
 from stacks.box import build as box_build
-from stacks.box.cluster import Box, BoxError, establish_crds
+from stacks.box.cluster import Box, BoxError, establish_crds, terminate
 from stacks.box.gomodules import module_dir
 from stacks.ports import free_port
 from stacks.yaml_text import dump_yaml_documents, load_yaml_documents
@@ -264,13 +264,7 @@ class Kueue:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
 
 
 #: Kueue's Workload resource, as kubectl names it (and its CRD's name).

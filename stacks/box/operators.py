@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional
 
 from stacks.box.build import SUFFIXES
-from stacks.box.cluster import Box, BoxError, hold_for_child
+from stacks.box.cluster import Box, BoxError, hold_for_child, terminate
 from stacks.box.kueue import Kueue
 from stacks.box.steps import RehearsalError, Step
 
@@ -107,13 +107,7 @@ class Operators:
         """Stop the operators the box runs (the MPI Operator, Kueue)."""
         if self.kueue is not None:
             self.kueue.stop()
-        if self.operator and self.operator.poll() is None:
-            self.operator.terminate()
-            try:
-                self.operator.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.operator.kill()
-                self.operator.wait()
+        terminate(self.operator)
 
 
 def record(box: Box, operators: Operators) -> list[dict[str, object]]:
