@@ -103,6 +103,20 @@ POD_SETTINGS: dict[str, Callable[[JobPlan], Any]] = {
 }
 
 
+def deadline_notes(old_plan: Plan, new_plan: Plan, runs: tuple[JobRun, ...]) -> list[str]:
+    """A job kept in its run whose ``timeoutHours`` shrinks in place: Kubernetes counts a Job's
+    ``activeDeadlineSeconds`` from its start, so a run that has gone on longer ends at the update."""
+    moved = {r.name for r in runs}
+    return [
+        f"job {name}: timeoutHours {was.config.timeout_hours:g} -> {job.config.timeout_hours:g}, in place: a run "
+        f"that has gone on longer than {job.config.timeout_hours:g} h ends when `pulumi up` updates its Job"
+        for name, job in new_plan.jobs.items()
+        if name not in moved
+        and (was := old_plan.jobs.get(name)) is not None
+        and job.config.timeout_hours < was.config.timeout_hours
+    ]
+
+
 def pod_changes(before: JobPlan, after: JobPlan) -> list[str]:
     """The keys of ``after``'s kind's :attr:`~stacks.kinds.JobKind.pod_keys` whose setting differs: a change that
     starts the job's running pods again in the same run."""

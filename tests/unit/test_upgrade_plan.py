@@ -1512,6 +1512,24 @@ def test_a_job_that_moves_off_a_group_that_goes_is_named_on_it() -> None:
     ) in text, text
 
 
+def test_a_shorter_deadline_in_place_is_noted() -> None:
+    """``timeoutHours`` is the Job's activeDeadlineSeconds, which Kubernetes counts from the Job's start: shortened
+    in place (no restart for a ``pytorch`` job), it ends a run that has gone on longer. Said in a note; a longer one
+    is not, nor one of a job that starts again anyway."""
+    short = preset("dev")
+    short[P + "jobs"]["train"]["timeoutHours"] = 2
+    u = compare(plan_of("dev", preset("dev")), plan_of("dev", short))
+    assert not u.runs
+    assert (
+        "job train: timeoutHours 24 -> 2, in place: a run that has gone on longer than 2 h ends when `pulumi up` "
+        "updates its Job" in u.notes
+    )
+    assert not [n for n in compare(plan_of("dev", short), plan_of("dev", preset("dev"))).notes if "timeoutHours" in n]
+    moved = copy.deepcopy(short)
+    moved[P + "jobs"]["train"]["args"] = [*moved[P + "jobs"]["train"]["args"], "--lr", "0.05"]
+    assert not [n for n in compare(plan_of("dev", preset("dev")), plan_of("dev", moved)).notes if "timeoutHours" in n]
+
+
 def test_a_new_max_size_names_the_elastic_jobs_that_take_it() -> None:
     """An elastic ``pytorch`` job without ``maxNodes`` takes its group's ``maxSize``: a new one replaces its Job, and
     the summary says where the key the user never set comes from."""
