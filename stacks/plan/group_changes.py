@@ -467,6 +467,11 @@ def group_change(
         # labels and taints are the node group's own settings: EKS updates them on its nodes in place, no roll
         # (source key ``tf-eks-node-group-update-order``)
         config = [k for k in ("labels", "taints") if getattr(was.profile, k) != getattr(g.profile, k)]
+        if was.update_strategy != g.update_strategy:
+            sizes.append(
+                f"{g.path}: updateStrategy {was.update_strategy} -> {g.update_strategy}: its jobs' "
+                f"PodDisruptionBudgets change, no roll; its next roll runs under {g.update_strategy}"
+            )
         if not config:
             return None, sizes
         nodes = running_nodes(old_plan, was)

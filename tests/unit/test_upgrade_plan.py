@@ -721,6 +721,14 @@ def test_a_new_update_strategy_applies_after_the_system_groups_update() -> None:
     ((gpu_alone,),) = [[g for g in u.groups if g.path == "nodeGroups.gpu"]]
     assert gpu_alone.strategy == "whenIdle" and [(j.strategy, j.keeps) for j in gpu_alone.jobs] == [("whenIdle", 2)]
     assert not [n for n in u.notes if "updateStrategy moves" in n] and "keeps all 2 pod(s)" in gpu_alone.jobs[0].what
+    # the strategy alone, the pulumi up of its own the note asks for: no roll, and the summary says what changed
+    only = copy.deepcopy(alone)
+    only[P + "nodeGroups"]["gpu"]["updateStrategy"] = "whenIdle"
+    u = compare(plan_of("p5", alone), plan_of("p5", only))
+    assert not u.groups and u.notes == (
+        "nodeGroups.gpu: updateStrategy rolling -> whenIdle: its jobs' PodDisruptionBudgets change, no roll; its next "
+        "roll runs under whenIdle",
+    ), u.notes
 
 
 def test_a_fixed_group_the_autoscaler_takes_over_outside_its_old_size_is_two_updates() -> None:
