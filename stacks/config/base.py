@@ -209,6 +209,19 @@ def label_key_ok(k: str) -> bool:
     return 0 < len(name) <= 63 and bool(LABEL_NAME_RE.match(name))
 
 
+def kubelet_refuses_label(k: str) -> bool:
+    """A node label the kubelet refuses to start with: one in the ``kubernetes.io`` or ``k8s.io`` namespace (or a
+    subdomain of them) outside its own ``kubelet.kubernetes.io`` and ``node.kubernetes.io`` (``ValidateKubeletFlags``,
+    https://github.com/kubernetes/kubernetes/blob/master/cmd/kubelet/app/options/options.go). The few well-known
+    labels it also allows (``kubernetes.io/hostname``...) are the kubelet's own to set."""
+    namespace = k.split("/", 1)[0] if "/" in k else ""
+
+    def under(*domains: str) -> bool:
+        return any(namespace == d or namespace.endswith("." + d) for d in domains)
+
+    return under("kubernetes.io", "k8s.io") and not under("kubelet.kubernetes.io", "node.kubernetes.io")
+
+
 def label_value_ok(v: str) -> bool:
     """A valid Kubernetes label value."""
     return len(v) <= 63 and bool(LABEL_VALUE_RE.match(v))

@@ -18,6 +18,7 @@ from stacks.config.base import (
     AmiRelease,
     Model,
     Number,
+    kubelet_refuses_label,
     label_key_ok,
     label_value_ok,
     reference,
@@ -165,7 +166,8 @@ class NodeGroupConfig(Model):
     disk_size_gib: int = Field(default=DEFAULT_DISK_SIZE_GIB, ge=20, le=16384)
     """The nodes' root volume, in GiB."""
     labels: dict[str, str] = Field(default_factory=dict)
-    """Kubernetes labels on the nodes (reserved prefixes refused)."""
+    """Kubernetes labels on the nodes (reserved prefixes refused, and the kubernetes.io and k8s.io namespaces the
+    kubelet refuses: node.kubernetes.io/ is allowed)."""
     taints: list[TaintConfig] = Field(default_factory=list)
     """Kubernetes taints on the nodes."""
     spot_discount: Optional[Number] = Field(
@@ -240,6 +242,15 @@ class NodeGroupConfig(Model):
             if k.startswith(RESERVED_LABEL_PREFIXES):
                 problems.append(
                     ("", f"{k!r} uses a reserved prefix ({', '.join(RESERVED_LABEL_PREFIXES)}); choose your own prefix")
+                )
+            elif kubelet_refuses_label(k):
+                problems.append(
+                    (
+                        "",
+                        f"{k!r} is in the kubernetes.io or k8s.io namespace, whose labels the kubelet refuses to start "
+                        "with (but node.kubernetes.io/ and kubelet.kubernetes.io/ ones): its nodes would never join. "
+                        "Use node.kubernetes.io/<name> or a prefix of your own",
+                    )
                 )
         check(problems)
         return v

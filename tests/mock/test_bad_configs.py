@@ -415,6 +415,12 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("bad log type", setk("cluster", {"logTypes": ["api", "everything"]}), ["eks-training:cluster.logTypes[1]"]),
     ("reserved label prefix", group(labels={"kubernetes.io/role": "x"}), ["uses a reserved prefix"]),
     (
+        "label the kubelet refuses",
+        group(labels={"node-role.kubernetes.io/worker": ""}),
+        ["'node-role.kubernetes.io/worker' is in the kubernetes.io or k8s.io namespace", "would never join"],
+    ),
+    ("label of a k8s.io subdomain", group(labels={"example.k8s.io/x": "y"}), ["the kubelet refuses to start with"]),
+    (
         "bad cluster name",
         setk("clusterName", "My_Cluster"),
         ["eks-training:clusterName: 'My_Cluster' must be 1-40 lowercase letters"],
