@@ -13,6 +13,8 @@ everything every stack registers. In preview mode the mocks behave like the engi
 resource's id and computed outputs are unknown (only its inputs come back).
 """
 
+import contextlib
+import datetime
 import hashlib
 import json
 import logging
@@ -21,7 +23,7 @@ import runpy
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Optional
 
 import pulumi
 from pulumi.runtime import mocks as pmocks
@@ -92,6 +94,25 @@ SCHEDULED_BLOCK: dict[str, Any] = {
     "availabilityZone": "us-east-1a",
     "reservationType": "capacity-block",
 }
+
+
+@contextlib.contextmanager
+def started_blocks(reservations: Iterable[str]) -> Iterator[None]:
+    """Within it, each of ``reservations`` is an active Capacity Block (started an hour ago): a rehearsal runs the
+    jobs of its groups, which the account's scheduled block would hold back until it starts."""
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    dates = {
+        "state": "active",
+        "startDate": (now - datetime.timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
+        "endDate": (now + datetime.timedelta(days=7)).isoformat().replace("+00:00", "Z"),
+    }
+    before = dict(CAPACITY_BLOCKS)
+    CAPACITY_BLOCKS.update({r: {**CAPACITY_BLOCKS.get(r, SCHEDULED_BLOCK), **dates} for r in reservations})
+    try:
+        yield
+    finally:
+        CAPACITY_BLOCKS.clear()
+        CAPACITY_BLOCKS.update(before)
 
 
 def _hex(seed: str, n: int = 17) -> str:

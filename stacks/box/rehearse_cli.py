@@ -30,7 +30,7 @@ from stacks.box.session import Session
 from stacks.box.timeline import Recorder, report
 from stacks.cli import add_stack_options, command, parser_for
 from stacks.config import NAMESPACE
-from stacks.mocked import Evaluation, evaluate_config, resolve
+from stacks.mocked import Evaluation, evaluate_config, resolve, started_blocks
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.stackfile import StackLoadError, plan_stack
 
@@ -122,8 +122,14 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
             file=sys.stderr,
         )
         return 2
+    blocks = sorted(
+        {r for g in plan.all_groups if g.capacity_type == "CAPACITY_BLOCK" and (r := g.capacity_reservation_id)}
+    )
+    if blocks:
+        log(f"rehearsing as if Capacity Block {', '.join(blocks)} had started: its groups' jobs wait for it otherwise")
     try:
-        evaluation = evaluate_config(args.stack, args.stack_file, config)
+        with started_blocks(blocks):
+            evaluation = evaluate_config(args.stack, args.stack_file, config)
     except Exception as exc:  # noqa: BLE001 - the program itself failed: say so in one line, as pulumi up would
         print(
             f"error: the program failed for stack {args.stack} under the offline mocks: {type(exc).__name__}: {exc}",

@@ -533,6 +533,27 @@ def test_capacity_block_already_active_takes_the_configured_sizes(monkeypatch: p
     assert "launchTemplate" in ng.ignore_changes
 
 
+def test_a_rehearsal_runs_the_jobs_of_a_block_as_if_it_had_started() -> None:
+    """The account's block is scheduled, so the program holds back the jobs on its group until it starts: the
+    rehearsal (python -m stacks rehearse) evaluates within ``started_blocks``, where the block is active, so the box
+    runs those jobs; the block's record is the account's again after it."""
+    from stacks.mocked import CAPACITY_BLOCKS, started_blocks
+
+    config = _with_group("p5", capacityType="CAPACITY_BLOCK", capacityReservationId=CB)
+
+    def jobs(p) -> set[str]:
+        return {r.name for r in p.registrations if r.type == "kubernetes:batch/v1:Job"}
+
+    held = run_program("p5", config=config)
+    with started_blocks([CB]):
+        started = run_program("p5", config=config)
+    assert CB not in CAPACITY_BLOCKS
+    on_block = {f"eks-training-p5-{j}-job" for j in ("train", "train-allreduce", "evaluate")}
+    assert not on_block & jobs(held) and jobs(started) == jobs(held) | on_block, (jobs(held), jobs(started))
+    ng, schedules = _block_group(started)
+    assert ng.inputs["scalingConfig"]["desiredSize"] == 2 and schedules == []
+
+
 def test_capacity_block_expired_leaves_the_group_empty(monkeypatch: pytest.MonkeyPatch) -> None:
     from tests import harness
 
