@@ -7,6 +7,7 @@ NCCL/libfabric environment) comes from the plan of its node group, never from th
 
 import json
 import re
+import shlex
 from typing import Annotated, Any, Literal, Mapping, Optional, Sequence, Union
 
 from pydantic import Field, field_validator, model_validator
@@ -29,6 +30,7 @@ from stacks.bundle import TOOLBOX_IMAGE as TOOLBOX_IMAGE  # the name config read
 from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, OBJECT_NOT_NULL, S3_FOLDER_URI_RE, Model, Number, reference
 from stacks.config.errors import check
 from stacks.kinds import KINDS, kind_names
+from stacks.yaml_text import quoted_list
 
 #: The public CIFAR-10 python tarball, its published MD5 and size (https://www.cs.toronto.edu/~kriz/cifar.html).
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
@@ -60,6 +62,15 @@ _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PATH_RE = re.compile(r"^[\w./-]+$")
 
 
+def shlex_words(text: str) -> list[str]:
+    """``text`` split into words as a shell would (its quotes honoured), or on whitespace when its quotes do not
+    close."""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
 def relative_path_problem(v: str) -> Optional[str]:
     """Why ``v`` is not a relative path inside the shared volume (or the repository), or ``None``."""
     if ".." in v.split("/") or v.startswith("/") or not _PATH_RE.match(v):
@@ -75,6 +86,15 @@ def volume_path_problem(v: str) -> Optional[str]:
     if why is not None and inside != v and relative_path_problem(inside) is None:
         return f"{why}: drop the leading {SHARED_MOUNT}/, {inside!r}"
     return why
+
+
+def _env_name_fix(name: str) -> str:
+    """How to write ``name`` as an environment variable name a shell and every program can read."""
+    fix = "use letters, digits and '_', not starting with a digit"
+    meant = re.sub(r"[^A-Za-z0-9_]+", "_", name.strip()).strip("_").upper()
+    if meant and meant[0].isdigit():
+        meant = "_" + meant
+    return f"{fix}, e.g. {meant}" if meant else fix
 
 
 def _set_instead(name: str) -> str:
@@ -366,7 +386,11 @@ class JobConfig(Model):
     @field_validator("env")
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        problems = [(k, f"{k!r} is not an environment variable name") for k in v if not _ENV_NAME_RE.match(k)]
+        problems = [
+            (k, f"{k!r} is not an environment variable name; {_env_name_fix(k)}")
+            for k in v
+            if not _ENV_NAME_RE.match(k)
+        ]
         problems += [
             (k, f"{k} is set in the job's pods by this project; remove it" + _set_instead(k))
             for k in v
@@ -412,6 +436,12 @@ class JobConfig(Model):
     def _program(cls, v: Optional[list[str]]) -> Optional[list[str]]:
         if v is not None and not v[0].strip():
             raise ValueError("its first item is the program to run, and it is empty; name the program (e.g. python)")
+        if v is not None and len(words := shlex_words(v[0])) > 1:
+            # no shell splits the command: the container runtime would look for a program named the whole item
+            raise ValueError(
+                f"its first item {v[0]!r} is the program to run, and no shell splits it into words (the container "
+                f"would look for a program of that name); write each word as an item: {quoted_list([*words, *v[1:]])}"
+            )
         return v
 
     @field_validator("script")
@@ -419,6 +449,12 @@ class JobConfig(Model):
     def _script(cls, v: Optional[str]) -> Optional[str]:
         if v is not None and not v.strip():
             raise ValueError("empty; name the script torchrun runs (e.g. train.py)")
+        if v is not None and len(words := shlex_words(v)) > 1:
+            # torchrun runs the script by its path: the words after it would be part of the file's name
+            raise ValueError(
+                f"{v!r} is the script's path, and torchrun does not split it into words; write script: {words[0]} and "
+                f"put the rest in args: {quoted_list(words[1:])}"
+            )
         return v
 
     @field_validator("tensorboard", mode="before")
