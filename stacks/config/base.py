@@ -34,6 +34,13 @@ RESERVED_NAMESPACES = (
 LABEL_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+#: What a label key and a label value are, as a message's fix (Kubernetes' syntax and character set,
+#: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set).
+LABEL_KEY_RULE = (
+    "a name of at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit, optionally "
+    "after a lowercase DNS prefix and '/' (e.g. example.com/team)"
+)
+LABEL_VALUE_RULE = "at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit, or empty"
 ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 VPC_RE = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 SUBNET_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")

@@ -12,6 +12,8 @@ from stacks.config.base import (
     AZ_HINT,
     AZ_RE,
     ENTRY_NAME_MAX,
+    LABEL_KEY_RULE,
+    LABEL_VALUE_RULE,
     OBJECT_NOT_NULL,
     RESERVATION_RE,
     SUBNET_RE,
@@ -62,9 +64,9 @@ class TaintConfig(Model):
     def _taint(self) -> "TaintConfig":
         problems = []
         if not label_key_ok(self.key):
-            problems.append(("key", f"{self.key!r} is not a valid taint key"))
+            problems.append(("key", f"{self.key!r} is not a valid taint key; {LABEL_KEY_RULE}"))
         if self.value and not label_value_ok(self.value):
-            problems.append(("value", f"{self.value!r} is not a valid taint value"))
+            problems.append(("value", f"{self.value!r} is not a valid taint value; {LABEL_VALUE_RULE}"))
         if self.key == GPU_TAINT["key"]:
             problems.append(("", f"the {GPU_TAINT['key']} taint is added to GPU groups automatically; remove it"))
         check(problems)
@@ -230,15 +232,35 @@ class NodeGroupConfig(Model):
         """The group is pinned to one zone (by zone name or by subnet)."""
         return self.availability_zone is not None or self.subnet_id is not None
 
+    @field_validator("taints")
+    @classmethod
+    def _unique_taints(cls, v: list[TaintConfig]) -> list[TaintConfig]:
+        """Kubernetes refuses a node whose taints repeat a key and effect pair (``validateNodeTaints`` in
+        kubernetes/pkg/apis/core/validation/validation.go: "taints must be unique by key and effect pair")."""
+        first: dict[tuple[str, str], int] = {}
+        problems = []
+        for i, t in enumerate(v):
+            j = first.setdefault((t.key, t.effect), i)
+            if j != i:
+                problems.append(
+                    (
+                        f"[{i}]",
+                        f"repeats the key {t.key!r} and effect {t.effect} of taints[{j}]; Kubernetes takes one taint "
+                        "per key and effect: keep one, or give this one another key or effect",
+                    )
+                )
+        check(problems)
+        return v
+
     @field_validator("labels")
     @classmethod
     def _labels(cls, v: dict[str, str]) -> dict[str, str]:
         problems = []
         for k, val in v.items():
             if not label_key_ok(k):
-                problems.append(("", f"{k!r} is not a valid Kubernetes label key"))
+                problems.append(("", f"{k!r} is not a valid Kubernetes label key; {LABEL_KEY_RULE}"))
             if not label_value_ok(val):
-                problems.append((k, f"{val!r} is not a valid Kubernetes label value"))
+                problems.append((k, f"{val!r} is not a valid Kubernetes label value; {LABEL_VALUE_RULE}"))
             if k.startswith(RESERVED_LABEL_PREFIXES):
                 problems.append(
                     ("", f"{k!r} uses a reserved prefix ({', '.join(RESERVED_LABEL_PREFIXES)}); choose your own prefix")
