@@ -86,6 +86,14 @@ class NetworkConfig(Model):
         vpc = ipv4(self.vpc_cidr)
         count = self.zone_count
         problems: list[tuple[str, str]] = []
+        if self.availability_zones is not None and "availability_zone_count" in self.model_fields_set:
+            problems.append(
+                (
+                    "availabilityZoneCount",
+                    f"not read with @{{availabilityZones}}: the VPC spans the {count} zones listed there; remove "
+                    "availabilityZoneCount, or availabilityZones to have the region's first zones",
+                )
+            )
         nets: list[tuple[str, ipaddress.IPv4Network]] = []
         for field, cidrs, default in (
             ("privateSubnetCidrs", self.private_subnet_cidrs, default_private_subnet_cidrs),
