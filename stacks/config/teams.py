@@ -55,14 +55,18 @@ def teams_problems(teams: Mapping[str, TeamConfig], raw_names: list[str], traini
     """Names, namespaces and shares of ``teams`` (``raw_names``: every team as written, also those whose own
     validation failed)."""
     problems = []
+    misnamed = set()
     for name in raw_names:
         if not (isinstance(name, str) and NAME_RE.match(name) and len(name) <= TEAM_NAME_MAX):
+            misnamed.add(name)
             problems.append(
                 f"{key(f'teams.{name}')}: the name must be 1-{TEAM_NAME_MAX} lowercase letters, digits and "
                 f"'-', starting and ending with a letter or digit (it names the team's queues); rename it"
             )
     seen: dict[str, str] = {}
     for name, team in teams.items():
+        if name in misnamed and team.namespace is None:
+            continue  # its namespace is its name, already refused: renaming it is the one fix
         ns = team.namespace_name(name)
         path = f"teams.{name}.namespace"
         if not (NAME_RE.match(ns) and len(ns) <= 63):
