@@ -166,6 +166,16 @@ def format_validation(path: str, err: ValidationError, model: Optional[type[Base
                 f"{key(where)}: {what} not a list; write a YAML list of mappings, each with the keys "
                 f"{', '.join(_valid_keys(item))} (see {REFERENCE})"
             )
+        elif (
+            e["type"] in ("dict_type", "model_type", "model_attributes_type")
+            and isinstance(e.get("input"), bool)
+            and "enabled" in _valid_keys(_model_at(model, loc))
+        ):
+            switch = str(e["input"]).lower()
+            out.append(
+                f"{key(where)}: {switch} is not an object; write the switch as its key, enabled: {switch} (one level "
+                f"further in: {loc[-1]}: {{enabled: {switch}}})"
+            )
         elif (fix := _with_fix(e)) is not None:
             out.append(f"{key(where)}: {fix}")
         else:
@@ -192,6 +202,9 @@ def _with_fix(e: Any) -> Optional[str]:
         name, what, fix = _BOUNDS[e["type"]]
         bound = ctx.get(name)
         return f"{got!r} {what} {bound}; {fix.format(b=bound)}"
+    if e["type"] == "too_short" and not got and "min_length" in ctx:
+        n = ctx["min_length"]
+        return f"an empty list; give at least {n} item{'s' if n != 1 else ''}"
     if e["type"] in ("too_short", "string_too_short") and "min_length" in ctx:
         return f"{got!r} is too short: give at least {ctx['min_length']} item(s)/character(s)"
     if e["type"] in ("too_long", "string_too_long") and "max_length" in ctx:
@@ -234,6 +247,9 @@ def _with_fix(e: Any) -> Optional[str]:
                 words = shlex.split(got)
             except ValueError:  # an unclosed quote
                 words = got.split()
+            if "," in got and all(w.endswith(",") for w in words[:-1]):
+                # a comma-separated list, as the AWS CLI takes them (subnet-a,subnet-b): its items, not one
+                words = [w.strip() for w in got.split(",") if w.strip()]
             return f"{got!r} is a string, not a list; write a YAML list, e.g. {quoted_list(words)}"
         return f"{_yaml_kind(got)} is not a list; write a YAML list, e.g. [a, b]"
     if e["type"] in ("dict_type", "model_type", "model_attributes_type"):

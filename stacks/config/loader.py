@@ -189,6 +189,24 @@ def all_config() -> dict[str, Any]:
 EMPTY_OBJECT = "null (an empty value): give its keys, or remove it"
 
 
+def _not_a_section(kind: Any, value: Any) -> str:
+    """What a section's value is when it is not a mapping, and the fix: its keys as a mapping (``enabled: false``
+    where a switch was written as the section's value)."""
+    if value is None or value == "":
+        return EMPTY_OBJECT
+    shown = (
+        f"a list {value!r}"
+        if isinstance(value, list)
+        else json.dumps(value)
+        if not isinstance(value, str)
+        else repr(value)
+    )
+    fields = getattr(kind, "model_fields", {})
+    if isinstance(value, bool) and "enabled" in fields:
+        return f"{shown}: write the switch as its key, enabled: {json.dumps(value)} (one level further in)"
+    return f"{shown}: write a YAML mapping of its keys (key: value, see {REFERENCE})"
+
+
 def raw_config(config: Mapping[str, Any]) -> dict[str, str]:
     """All ``eks-training:*`` settings of ``config`` as Pulumi passes them (:func:`as_passed`), keyed without the
     namespace."""
@@ -268,10 +286,7 @@ class _Parser:
             except json.JSONDecodeError:
                 obj = value
             if not isinstance(obj, dict):
-                what = {type(None): EMPTY_OBJECT, list: f"a list {obj!r}"}.get(
-                    type(obj), (repr(obj) if obj else EMPTY_OBJECT) if isinstance(obj, str) else type(obj).__name__
-                )
-                self.problems.append(f"{key(k)}: must be an object (a YAML mapping), got {what}")
+                self.problems.append(f"{key(k)}: must be an object (a YAML mapping), got {_not_a_section(kind, obj)}")
                 self.failed.add(k)
                 continue
             if kind is dict:
