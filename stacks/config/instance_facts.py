@@ -1,5 +1,6 @@
 """Facts for instance types the catalog lacks (``instanceFacts.<type>``)."""
 
+import difflib
 from typing import Optional
 
 from pydantic import Field, model_validator
@@ -46,6 +47,20 @@ def _unit_guess(value: int, per: int, low: float, high: float) -> str:
         if low <= mib / per <= high:
             return f"did you write {unit}? {value} {unit} is {mib:g} MiB; "
     return ""
+
+
+def _catalogued_model(written: str) -> Optional[str]:
+    """The catalogued GPU model ``written`` misspells (``H100`` or ``nvidia h100`` for ``NVIDIA H100``), or ``None``:
+    it is one, or names a GPU the catalog does not know (whose facts the rules then lack)."""
+    if written in GPU_MODELS:
+        return None
+    squashed = "".join(written.lower().split())
+    for name in GPU_MODELS:
+        full = "".join(name.lower().split())
+        if squashed in (full, full.removeprefix("nvidia")) or squashed == "nvidia" + full.removeprefix("nvidia"):
+            return name
+    close = difflib.get_close_matches(written, list(GPU_MODELS), n=1, cutoff=0.85)
+    return close[0] if close else None
 
 
 class InstanceFactsConfig(Model):
@@ -102,6 +117,15 @@ class InstanceFactsConfig(Model):
             )
         elif self.gpu_model is not None and not self.gpus:
             problems.append(("gpuModel", "set without gpus; give the GPU count too, or remove it"))
+        elif self.gpu_model is not None and (meant := _catalogued_model(self.gpu_model)) is not None:
+            problems.append(
+                (
+                    "gpuModel",
+                    f"{self.gpu_model!r} is not how the catalog names a GPU, so its compute capability (which CUDA "
+                    f"build runs on it) would be unknown; did you mean {meant!r}? (GpuInfo.Gpus[].Manufacturer and "
+                    "Name, with a space)",
+                )
+            )
         per_vcpu = self.memory_mib / self.vcpus
         if not MIN_MIB_PER_VCPU <= per_vcpu <= MAX_MIB_PER_VCPU:
             problems.append(
