@@ -1,5 +1,6 @@
 """The EKS control plane section (``cluster``)."""
 
+import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import date
@@ -18,6 +19,9 @@ from components.catalog import (
 )
 from stacks.config.base import ROLE_ARN_RE, AmiRelease, Model, cidr_problem, ipv4, reference
 from stacks.config.errors import check
+
+#: How EKS spells an add-on's version (``aws eks describe-addon-versions``: v1.20.4-eksbuild.2).
+ADDON_VERSION_RE = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
 
 #: Control-plane log types EKS can send to CloudWatch (listed once).
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
@@ -130,6 +134,19 @@ class ClusterConfig(Model):
                 f"no version for {', '.join(blank)}; give one EKS offers (aws eks describe-addon-versions "
                 f"--addon-name {blank[0]}), or remove it (then this project's pin or EKS's default runs)"
             )
+        check(
+            [
+                (
+                    name,
+                    f"{version!r} is not an EKS add-on version, which EKS spells vMAJOR.MINOR.PATCH-eksbuild.N "
+                    f"(e.g. v{core.group(1) if core else '1.11.1'}-eksbuild.1); give one EKS offers (aws eks "
+                    f"describe-addon-versions --addon-name {name})",
+                )
+                for name, version in v.items()
+                if not ADDON_VERSION_RE.match(version)
+                for core in [re.match(r"^v?(\d+\.\d+\.\d+)", version.strip())]
+            ]
+        )
         return v
 
     @field_validator("service_cidr")
