@@ -1758,6 +1758,138 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         job("report", command=["sh", "-c", "echo $(JOB_INDX)"]),
         ["eks-training:jobs.report.command[2]: $(JOB_INDX) is not a variable of the job's pods", "$(JOB_INDEX)?"],
     ),
+    # --- an ML engineer's and a platform engineer's own stack files ----------------------------------------------
+    (
+        "a script written with its arguments",
+        job(script="/app/train.py --epochs 3"),
+        [
+            "eks-training:jobs.train.script: '/app/train.py --epochs 3' is the script's path, and torchrun does not "
+            "split it into words; write script: /app/train.py and put the rest in args: ['--epochs', '3']"
+        ],
+    ),
+    (
+        "a command written as one item of a list",
+        job("evaluate", command=["python /app/evaluate.py --fast"]),
+        [
+            "eks-training:jobs.evaluate.command: its first item 'python /app/evaluate.py --fast' is the program to "
+            "run, and no shell splits it into words (the container would look for a program of that name); write "
+            "each word as an item: ['python', '/app/evaluate.py', '--fast']"
+        ],
+    ),
+    (
+        "an MPI launcher written as one item",
+        setk(
+            "jobs",
+            {
+                "hvd": {
+                    "kind": "mpi",
+                    "nodeGroup": "cpu",
+                    "command": ["python", "x.py"],
+                    "launcherCommand": ["python3 /opt/report.py --"],
+                }
+            },
+        ),
+        ["eks-training:jobs.hvd.launcherCommand: its first item 'python3 /opt/report.py --' is the program to run"],
+    ),
+    (
+        "two taints of one key and effect",
+        group(
+            taints=[
+                {"key": "dedicated", "value": "ml", "effect": "NoSchedule"},
+                {"key": "dedicated", "value": "vision", "effect": "NoSchedule"},
+            ]
+        ),
+        [
+            "eks-training:nodeGroups.gpu.taints[1]: repeats the key 'dedicated' and effect NoSchedule of taints[0]; "
+            "Kubernetes takes one taint per key and effect"
+        ],
+    ),
+    (
+        "zones listed and counted",
+        setk("network", {"availabilityZones": ["us-east-1a", "us-east-1b"], "availabilityZoneCount": 3}),
+        [
+            "eks-training:network.availabilityZoneCount: not read with eks-training:network.availabilityZones: the "
+            "VPC spans the 2 zones listed there; remove availabilityZoneCount"
+        ],
+    ),
+    (
+        "subnet ids as the AWS CLI takes them",
+        both(
+            drop("network"),
+            setk(
+                "existingVpc",
+                {
+                    "vpcId": "vpc-0123456789abcdef0",
+                    "privateSubnetIds": "subnet-0123456789abcdef0,subnet-0123456789abcdef1",
+                },
+            ),
+        ),
+        [
+            "eks-training:existingVpc.privateSubnetIds: 'subnet-0123456789abcdef0,subnet-0123456789abcdef1' is a "
+            "string, not a list; write a YAML list, e.g. ['subnet-0123456789abcdef0', 'subnet-0123456789abcdef1']"
+        ],
+    ),
+    (
+        "zones separated by a comma and a space",
+        setk("network", {"availabilityZones": "us-east-1a, us-east-1b"}),
+        ["write a YAML list, e.g. ['us-east-1a', 'us-east-1b']"],
+    ),
+    (
+        "a section's switch written as the section",
+        setk("autoscaler", False),
+        [
+            "eks-training:autoscaler: must be an object (a YAML mapping), got false: write the switch as its key, "
+            "enabled: false"
+        ],
+    ),
+    (
+        "a section written as a word",
+        setk("storage", "fsx"),
+        ["eks-training:storage: must be an object (a YAML mapping), got 'fsx': write a YAML mapping of its keys"],
+    ),
+    (
+        "the health check's switch written as the check",
+        job(healthCheck=True),
+        [
+            "eks-training:jobs.train.healthCheck: true is not an object; write the switch as its key, enabled: true "
+            "(one level further in: healthCheck: {enabled: true})"
+        ],
+    ),
+    (
+        "an empty command",
+        job("evaluate", command=[]),
+        ["eks-training:jobs.evaluate.command: an empty list; give at least 1 item"],
+    ),
+    (
+        "an environment variable named as a flag",
+        job(env={"learning-rate": "0.1"}),
+        [
+            "eks-training:jobs.train.env.learning-rate: 'learning-rate' is not an environment variable name; use "
+            "letters, digits and '_', not starting with a digit, e.g. LEARNING_RATE"
+        ],
+    ),
+    (
+        "a label key with a space",
+        group(labels={"gpu type": "a100"}),
+        [
+            "eks-training:nodeGroups.gpu.labels: 'gpu type' is not a valid Kubernetes label key; a name of at most "
+            "63 letters, digits"
+        ],
+    ),
+    (
+        "a label value with a space",
+        group(labels={"owner": "Jane Doe"}),
+        ["eks-training:nodeGroups.gpu.labels.owner: 'Jane Doe' is not a valid Kubernetes label value; at most 63"],
+    ),
+    (
+        "an add-on version as the chart spells it",
+        setk("cluster", {"addonVersions": {"coredns": "1.11.1"}}),
+        [
+            "eks-training:cluster.addonVersions.coredns: '1.11.1' is not an EKS add-on version, which EKS spells "
+            "vMAJOR.MINOR.PATCH-eksbuild.N (e.g. v1.11.1-eksbuild.1); give one EKS offers (aws eks "
+            "describe-addon-versions --addon-name coredns)"
+        ],
+    ),
 ]
 
 
@@ -1912,6 +2044,26 @@ def test_a_command_job_may_write_into_a_pytorch_jobs_output_folder() -> None:
             "eks-training:jobs.train.command: a pytorch job's command is torchrun; remove command and write script: "
             "fit.py, args: ['--lr', '0.1', '--epochs', '1']",
             id="a pytorch job's script written as its command",
+        ),
+        pytest.param(
+            setk("teams", {"ml_research": {"quotaPercent": 50}}),
+            "eks-training:teams.ml_research: the name must be 1-40 lowercase letters, digits and '-', starting and "
+            "ending with a letter or digit (it names the team's queues); rename it",
+            id="a team's name with an underscore, which its namespace would repeat",
+        ),
+        pytest.param(
+            both(
+                setk(
+                    "instanceFacts",
+                    {"x9.large": {"vcpus": 4, "memoryMib": 16384, "gpus": 1, "gpuModel": "H100", "source": "manual"}},
+                ),
+                group(instanceTypes=["x9.large"]),
+                job(nodeGroup="gpu"),
+            ),
+            "eks-training:instanceFacts.x9.large.gpuModel: 'H100' is not how the catalog names a GPU, so its compute "
+            "capability (which CUDA build runs on it) would be unknown; did you mean 'NVIDIA H100'? "
+            "(GpuInfo.Gpus[].Manufacturer and Name, with a space)",
+            id="a GPU model without its maker, on the group a job runs on",
         ),
         pytest.param(
             job("evaluate", command=None, script="evaluate.py"),
