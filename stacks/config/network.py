@@ -86,12 +86,18 @@ class NetworkConfig(Model):
         vpc = ipv4(self.vpc_cidr)
         count = self.zone_count
         problems: list[tuple[str, str]] = []
-        if self.availability_zones is not None and "availability_zone_count" in self.model_fields_set:
+        if (
+            self.availability_zones is not None
+            and "availability_zone_count" in self.model_fields_set
+            and self.availability_zone_count != count
+        ):
+            # the same count is harmless (plan --from advises listing the zones a counted VPC has, beside its count)
             problems.append(
                 (
                     "availabilityZoneCount",
-                    f"not read with @{{availabilityZones}}: the VPC spans the {count} zones listed there; remove "
-                    "availabilityZoneCount, or availabilityZones to have the region's first zones",
+                    f"{self.availability_zone_count} is not read with @{{availabilityZones}}: the VPC spans the "
+                    f"{count} zones listed there; remove availabilityZoneCount, or availabilityZones to have the "
+                    "region's first zones",
                 )
             )
         nets: list[tuple[str, ipaddress.IPv4Network]] = []

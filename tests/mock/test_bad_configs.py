@@ -1808,8 +1808,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "zones listed and counted",
         setk("network", {"availabilityZones": ["us-east-1a", "us-east-1b"], "availabilityZoneCount": 3}),
         [
-            "eks-training:network.availabilityZoneCount: not read with eks-training:network.availabilityZones: the "
-            "VPC spans the 2 zones listed there; remove availabilityZoneCount"
+            "eks-training:network.availabilityZoneCount: 3 is not read with eks-training:network.availabilityZones: "
+            "the VPC spans the 2 zones listed there; remove availabilityZoneCount"
         ],
     ),
     (
