@@ -165,7 +165,9 @@ def _quota(flavors: list[FlavorPlan], nodes: Mapping[str, int]) -> dict[str, dic
 
 
 def job_requests(job: JobPlan) -> dict[str, dict[str, int]]:
-    """Flavor group -> resource -> what ``job``'s workers request at its largest size (one pod per node)."""
+    """Flavor group -> resource -> what ``job``'s workers request (one pod per node): its ``nodes``, its Job's
+    parallelism, which Kueue admits. An elastic job does not grow past it without a ``pulumi up`` that sets a larger
+    ``nodes`` (and checks it again)."""
     p = job.placement
     per_pod = {
         "cpu": p["cpu_millis"],
@@ -174,7 +176,7 @@ def job_requests(job: JobPlan) -> dict[str, dict[str, int]]:
         "vpc.amazonaws.com/efa": p["efa_devices"],
         "hugepages-2Mi": mebibytes_of(p.get("hugepages_2mi") or "0"),
     }
-    return {job.group.name: {r: v * job.max_nodes for r, v in per_pod.items()}}
+    return {job.group.name: {r: v * job.nodes for r, v in per_pod.items()}}
 
 
 def never_admitted(plan: Plan, admission: AdmissionPlan) -> list[str]:
@@ -195,13 +197,13 @@ def never_admitted(plan: Plan, admission: AdmissionPlan) -> list[str]:
                         f"never admit it; raise {key(flavor.path + '.maxSize')} or its instance type"
                     )
                 elif amount > have:
-                    per_pod = job_requests(job)[group][resource] // job.max_nodes
+                    per_pod = job_requests(job)[group][resource] // job.nodes
                     launcher = (
                         " and its MPI launcher" if launcher_requests(plan, job).get(group, {}).get(resource) else ""
                     )
                     problems.append(
                         f"{key(f'jobs.{name}.nodes')}: the job asks {quantity(resource, amount)} {resource} "
-                        f"({job.max_nodes} pods of {quantity(resource, per_pod)}{launcher}) on {flavor.path}, more "
+                        f"({job.nodes} pods of {quantity(resource, per_pod)}{launcher}) on {flavor.path}, more "
                         f"than its quota, what the group holds at {key(flavor.path + '.maxSize')} ({flavor.max_size} x "
                         f"{quantity(resource, flavor.per_node[resource])} = {quantity(resource, have)}): Kueue would "
                         f"never admit it; raise maxSize or lower nodes"
@@ -257,7 +259,7 @@ def launcher_requests(plan: Plan, job: JobPlan) -> dict[str, dict[str, int]]:
 
 
 def job_and_launcher_requests(plan: Plan, job: JobPlan) -> dict[str, dict[str, int]]:
-    """Group -> resource -> what the whole workload asks at its largest size: the workers (:func:`job_requests`) and
+    """Group -> resource -> what the whole workload asks: the workers (:func:`job_requests`) and
     the MPI launcher (:func:`launcher_requests`), summed where they share a group."""
     out = {g: dict(r) for g, r in job_requests(job).items()}
     for group, asks in launcher_requests(plan, job).items():
@@ -315,17 +317,13 @@ def beyond_own_queue(plan: Plan, admission: AdmissionPlan) -> list[str]:
                 lent = sum(amount(resource, t.quota[flavor.name][resource]) for t in lenders)
                 if fleet >= asked > own + lent:
                     keeps = ", ".join(key(f"{t.path}.mayLend") for t in admission.teams if not t.may_lend) or "none"
-                    # an elastic job is checked at its largest size, which it may grow to while it runs
-                    grows = group == job.group.name and job.max_nodes > job.config.nodes
-                    what = f"jobs.{name}.{'maxNodes' if grows else 'nodes'}" if group == job.group.name else ""
-                    size = f" at its maxNodes, {job.max_nodes} (by default its group's maxSize)" if grows else ""
+                    what = f"jobs.{name}.nodes" if group == job.group.name else f"jobs.{name}.kind"
                     problems.append(
-                        f"{key(what or f'jobs.{name}.kind')}: the job asks {quantity(resource, asked)} {resource}"
-                        f"{size} on {flavor.path}; the "
+                        f"{key(what)}: the job asks {quantity(resource, asked)} {resource} on {flavor.path}; the "
                         f"stack's own queue holds {quantity(resource, own)} there (the fleet less the teams' "
                         f"quotaPercent) and may borrow only what the teams that lend hold ({quantity(resource, lent)}; "
                         f"not lending: {keeps}): Kueue would never admit it; lower the teams' quotaPercent, let them "
-                        f"lend, or make the job smaller{' (a lower maxNodes)' if grows else ''}"
+                        "lend, or make the job smaller"
                     )
                     break
     return problems
