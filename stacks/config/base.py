@@ -56,8 +56,9 @@ MD5_RE = re.compile(r"^[0-9a-f]{32}$")
 #: letter or digit (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
 S3_BUCKET_PATTERN = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
 S3_BUCKET_RE = re.compile(rf"^{S3_BUCKET_PATTERN}$")
-#: ``s3://bucket/prefix/`` (one or more prefix segments, trailing slash): a data repository, a results location.
-S3_PATH_RE = re.compile(r"^s3://(?P<bucket>[^/]+)/(?P<prefix>(?:[^/]+/)+)$")
+#: ``s3://bucket/`` or ``s3://bucket/prefix/`` (prefix segments, trailing slash): a data repository (AWS: "the
+#: prefix is optional", CreateDataRepositoryAssociation's DataRepositoryPath), a results location.
+S3_PATH_RE = re.compile(r"^s3://(?P<bucket>[^/]+)/(?P<prefix>(?:[^/]+/)*)$")
 #: A prefix inside a bucket: ``datasets/`` or ``team/datasets/``.
 S3_PREFIX_RE = re.compile(r"^(?:[A-Za-z0-9!_.*'()-]+/)+$")
 #: A folder of objects to download: ``s3://bucket/`` or ``s3://bucket/prefix/``.

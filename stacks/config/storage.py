@@ -71,7 +71,8 @@ class DataRepositoryConfig(Model):
     """The S3 data repository linked to the FSx file system (key ``storage.fsx.dataRepository``)."""
 
     s3_path: Optional[str] = None
-    """``s3://bucket/prefix/`` of an existing bucket; omit to have the stack create the bucket."""
+    """``s3://bucket/prefix/`` (or ``s3://bucket/``, the whole bucket) of an existing bucket; omit to have the stack
+    create the bucket."""
     prefix: Optional[str] = None
     """Prefix of the datasets in the bucket the stack creates (default ``datasets/``)."""
     file_system_path: str = "/datasets"
@@ -89,7 +90,8 @@ class DataRepositoryConfig(Model):
         m = S3_PATH_RE.match(v)
         if m is None or len(v) > FSX_DRA_S3_PATH_MAX:
             raise ValueError(
-                f"{v!r} is not a data repository path; use s3://bucket/prefix/ (a bucket, a prefix, a trailing slash)"
+                f"{v!r} is not a data repository path; use s3://bucket/ or s3://bucket/prefix/ (a bucket, a prefix if "
+                "any, a trailing slash)"
             )
         if not S3_BUCKET_RE.match(m.group("bucket")):
             raise ValueError(f"{m.group('bucket')!r} in {v!r} is not a valid S3 bucket name")
@@ -130,7 +132,15 @@ class DataRepositoryConfig(Model):
                         "repository associations cannot have nested file-system paths; choose a sibling such as /runs",
                     )
                 )
-            if _nested(self.export_s3_prefix or "", self.import_prefix):
+            if not self.import_prefix:  # the bucket's root holds every prefix
+                problems.append(
+                    (
+                        "exportPath",
+                        f"exports into the bucket {self.s3_path} imports from its root: each association needs its "
+                        "own S3 prefix; give @{s3Path} a prefix, such as datasets/",
+                    )
+                )
+            elif _nested(self.export_s3_prefix or "", self.import_prefix):
                 problems.append(
                     (
                         "exportPrefix",

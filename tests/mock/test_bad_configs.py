@@ -1029,10 +1029,20 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:storage.fsx.availabilityZone: us-east-1c is not one of eks-training:network.availabilityZones"],
     ),
     (
-        "data repository path without a prefix",
+        "data repository path without a slash",
         fsx(dataRepository={"s3Path": "s3://my-datasets"}),
         [
-            "eks-training:storage.fsx.dataRepository.s3Path: 's3://my-datasets' is not a data repository path; use s3://bucket/prefix/"
+            "eks-training:storage.fsx.dataRepository.s3Path: 's3://my-datasets' is not a data repository path; use "
+            "s3://bucket/ or s3://bucket/prefix/"
+        ],
+    ),
+    (
+        "export beside an import from the bucket's root",
+        fsx(dataRepository={"s3Path": "s3://my-datasets/", "exportPath": "/runs"}),
+        [
+            "eks-training:storage.fsx.dataRepository.exportPath: exports into the bucket s3://my-datasets/ imports "
+            "from its root: each association needs its own S3 prefix; give eks-training:storage.fsx.dataRepository."
+            "s3Path a prefix"
         ],
     ),
     (

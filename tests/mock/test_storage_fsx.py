@@ -383,6 +383,15 @@ def test_named_bucket_is_linked_not_created() -> None:
     assert resolve(p.outputs["datasetRoot"]) == "/data/imagenet"
 
 
+def test_a_bucket_linked_at_its_root() -> None:
+    """AWS's DataRepositoryPath takes s3://bucket/ (its prefix is optional): the whole bucket appears at the file
+    system path, and a dataset under any prefix of it is read there."""
+    p = run_program("p5", config=_p5({"dataRepository": {"s3Path": "s3://team-datasets-us-east-1/"}}))
+    datasets = p.one(DRA, lambda r: r.name.endswith("-datasets"))
+    assert datasets.inputs["dataRepositoryPath"] == "s3://team-datasets-us-east-1/"
+    assert not [r for r in p.of_type(DRA) if r.name.endswith("-export")]
+
+
 def test_dataset_in_the_linked_prefix_is_imported_not_staged() -> None:
     """A dataset whose source is an S3 prefix under the linked path has no staging Job: the job reads it where
     the data repository puts it, once the associations exist and the directories are the training user's; the
