@@ -288,7 +288,9 @@ class NodeGroupConfig(Model):
             problems.append(
                 (
                     "instanceTypes",
-                    "several types only make sense with capacityType SPOT (EKS picks one on-demand type); "
+                    "an On-Demand group takes one type here: EKS would launch the first while it has capacity, then "
+                    "the next, and the group's quota and price are planned for one (several types are for Spot's "
+                    "capacity pools); "
                     "list one type or set capacityType: SPOT",
                 )
             )

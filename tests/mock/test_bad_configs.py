@@ -205,7 +205,10 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     (
         "several on-demand types",
         group(instanceTypes=["g5.xlarge", "g6.xlarge"]),
-        ["several types only make sense with capacityType SPOT"],
+        [
+            "an On-Demand group takes one type here: EKS would launch the first while it has capacity",
+            "list one type or set capacityType: SPOT",
+        ],
     ),
     (
         "bad capacity type",

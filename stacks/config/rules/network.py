@@ -10,10 +10,17 @@ from stacks.config.rules.sections import CLUSTER_NAME_MAX, Sections
 def check_cluster_name(s: Sections, problems: list[str]) -> None:
     """The cluster name prefixes AWS names."""
     if not NAME_RE.match(s.cluster_name) or len(s.cluster_name) > CLUSTER_NAME_MAX:
-        problems.append(
-            f"{key('clusterName')}: {s.cluster_name!r} must be 1-{CLUSTER_NAME_MAX} lowercase letters, digits and '-' "
-            "(it prefixes IAM role names, which are limited to 64 characters)"
+        rule = (
+            f"must be 1-{CLUSTER_NAME_MAX} lowercase letters, digits and '-' (it prefixes IAM role names, which are "
+            "limited to 64 characters)"
         )
+        if "clusterName" in s.set_keys:
+            problems.append(f"{key('clusterName')}: {s.cluster_name!r} {rule}")
+        else:  # the default, <project>-<stack>: not the user's to fix there, but theirs to set
+            problems.append(
+                f"{key('clusterName')} is not set, and its default {s.cluster_name!r} (the project's name, then the "
+                f"stack's) {rule}: set {key('clusterName')}"
+            )
 
 
 def check_network(s: Sections, problems: list[str]) -> None:

@@ -1,0 +1,45 @@
+"""Names and labels as the services that take them read them: a group's node labels as the kubelet does
+(``--node-labels``: it refuses one in the ``kubernetes.io`` or ``k8s.io`` namespace, or a subdomain of them, outside
+its own ``kubelet.kubernetes.io`` and ``node.kubernetes.io``; ``ValidateKubeletFlags``, kubernetes
+cmd/kubelet/app/options/options.go), and the cluster's name, which prefixes IAM role names."""
+
+import pytest
+
+from stacks.config.base import kubelet_refuses_label
+
+
+@pytest.mark.parametrize(
+    "key, refused",
+    [
+        ("node-role.kubernetes.io/worker", True),
+        ("kubernetes.io/role", True),
+        ("example.k8s.io/x", True),
+        ("node-restriction.kubernetes.io/pool", True),
+        ("node.kubernetes.io/pool", False),
+        ("kubelet.kubernetes.io/x", False),
+        ("team.node.kubernetes.io/x", False),
+        ("kubernetes.io.example.com/x", False),
+        ("example.com/x", False),
+        ("team", False),
+    ],
+)
+def test_the_kubelets_namespace_rule(key: str, refused: bool) -> None:
+    assert kubelet_refuses_label(key) is refused
+
+
+def test_a_default_cluster_name_too_long_names_the_key_to_set() -> None:
+    """The cluster's name defaults to <project>-<stack>: a long stack name makes one IAM's limits refuse. The message
+    says the default is at fault and which key to set, not that the user's value is wrong."""
+    from stacks.config import ConfigError, load_config
+    from tests.harness import PROJECT, stack_config
+
+    stack = "research-vision-experiments-quarter4-2026"
+    with pytest.raises(ConfigError) as err:
+        load_config(PROJECT, stack, stack_config("dev"))
+    (problem,) = err.value.problems
+    assert problem.startswith(
+        f"eks-training:clusterName is not set, and its default 'eks-training-{stack}' (the project's name, then the "
+        "stack's) must be 1-40 lowercase letters"
+    ), problem
+    assert problem.endswith(": set eks-training:clusterName")
+    assert load_config(PROJECT, stack, {**stack_config("dev"), f"{PROJECT}:clusterName": "vision"})
