@@ -11,6 +11,9 @@ from stacks.box.kueue import workload_conditions
 from stacks.box.pods import HELD
 from stacks.box.steps import Step
 
+#: The finalizer the Job controller keeps on a pod until it has counted its end (pkg/controller/job).
+JOB_TRACKING = "batch.kubernetes.io/job-tracking"
+
 
 def pending_reasons(box: Box, applied: Mapping[str, Step], kueue_runs: bool) -> list[str]:
     """Every Pending pod and why it waits; with Kueue running, each of the stack's Workloads not admitted."""
@@ -43,11 +46,14 @@ def pending_reasons(box: Box, applied: Mapping[str, Step], kueue_runs: bool) -> 
 def retrying(box: Box, applied: Mapping[str, Step]) -> list[str]:
     """The Jobs whose pods failed and that wait to start the next: the Job controller's back-off, 10 s doubling
     to at most 6 minutes, within the Job's backoffLimit
-    (https://kubernetes.io/docs/concepts/workloads/controllers/job/#pod-backoff-failure-policy)."""
+    (https://kubernetes.io/docs/concepts/workloads/controllers/job/#pod-backoff-failure-policy). The back-off counts
+    every failed pod, those the Job's podFailurePolicy ignores too (``newBackoffRecord``, kubernetes
+    pkg/controller/job/backoff_utils.go), which the Job's status does not count."""
     out = []
     for ns in sorted(
         {d["metadata"]["namespace"] for s in applied.values() for d in s.docs if "namespace" in d["metadata"]}
     ):
+        pods = box.get("pods", "-n", ns)["items"]
         for job in box.get("jobs", "-n", ns)["items"]:
             status = job.get("status") or {}
             over = any(
@@ -55,10 +61,30 @@ def retrying(box: Box, applied: Mapping[str, Step]) -> list[str]:
                 for c in status.get("conditions") or []
                 if c.get("type") in ("Complete", "Failed")
             )
-            if status.get("failed") and not status.get("active") and not over:
+            name = job["metadata"]["name"]
+            uncounted = set((status.get("uncountedTerminatedPods") or {}).get("failed") or [])
+            failed = sum(  # the failed pods the Job controller has handled (counted or ignored)
+                1
+                for p in pods
+                if (p["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name") == name
+                and (p.get("status") or {}).get("phase") == "Failed"
+                and p["metadata"].get("uid") not in uncounted
+                and JOB_TRACKING not in (p["metadata"].get("finalizers") or [])
+            )
+            counted = status.get("failed") or 0
+            if over or status.get("active") or not (counted or failed):
+                continue
+            limit = job["spec"].get("backoffLimit", 6)
+            if failed > counted:
                 out.append(
-                    f"{ns}/{job['metadata']['name']}: {status['failed']} pod(s) failed, of the "
-                    f"{job['spec'].get('backoffLimit', 6)} the Job allows; the next starts after the Job "
-                    "controller's back-off (10 s, doubling to 6 min): a longer --timeout shows the outcome"
+                    f"{ns}/{name}: {failed} pod(s) failed, {counted} of them counted against the {limit} the Job "
+                    "allows (its podFailurePolicy ignores the others); the next start after the Job controller's "
+                    "back-off, which counts every failed pod (10 s, doubling to 6 min): a longer --timeout shows "
+                    "the outcome"
+                )
+            else:
+                out.append(
+                    f"{ns}/{name}: {counted} pod(s) failed, of the {limit} the Job allows; the next starts after the "
+                    "Job controller's back-off (10 s, doubling to 6 min): a longer --timeout shows the outcome"
                 )
     return out

@@ -62,7 +62,7 @@ def test_a_job_that_ran_between_two_passes_gets_its_controllers_start(monkeypatc
             return {"items": [job] if kind == "mpijobs" else []}
 
     monkeypatch.setattr(jobs, "crd_established", lambda box, crd: True)
-    run = rehearse.Rehearsal(Box(), [])  # type: ignore[arg-type]
+    run = rehearse.Rehearsal(Box(), [])
     stamp = datetime.datetime.fromtimestamp(run.start_wall + 2, datetime.timezone.utc)
     job = {
         "kind": "MPIJob",
@@ -94,7 +94,7 @@ def test_a_wait_for_another_boxs_lock_moves_only_the_clocks_running_then(tmp_pat
 
     waiting = rehearse.Step("urn:waiting", "waiting", [], timeout_s=10.0)
     later = rehearse.Step("urn:later", "later", [], timeout_s=10.0)
-    run = rehearse.Rehearsal(Box(), [waiting, later])  # type: ignore[arg-type]
+    run = rehearse.Rehearsal(Box(), [waiting, later])
     start = rehearse.time.monotonic()
     progress = run.progress
     progress.applied[waiting.urn], progress.waits_from[waiting.urn] = waiting, start - 9.0
@@ -134,7 +134,7 @@ def test_the_boxs_own_work_is_not_charged_to_the_steps_waiting(monkeypatch, tmp_
     queued = rehearse.Step("urn:queued", "queued", [job], timeout_s=600.0)
     config_map = {"kind": "ConfigMap", "metadata": {"name": "c"}}
     applied = rehearse.Step("urn:applied", "applied", [config_map], timeout_s=600.0)
-    run = rehearse.Rehearsal(Box(), [queued, applied], time_scale=60.0)  # type: ignore[arg-type]
+    run = rehearse.Rehearsal(Box(), [queued, applied], time_scale=60.0)
     progress = run.progress
     progress.applied[queued.urn], progress.waits_from[queued.urn] = queued, clock[0]
 
@@ -162,3 +162,40 @@ def test_the_boxs_own_work_is_not_charged_to_the_steps_waiting(monkeypatch, tmp_
     assert progress.late() == []
     progress.seen_waiting[applied.urn] = progress.waits_from[applied.urn] + 601.0
     assert progress.late() == ["applied (timeout 600 s)"]
+
+
+def test_a_job_in_its_back_off_is_named_with_the_failures_its_policy_ignored() -> None:
+    """The Job controller's back-off counts every failed pod, those the Job's podFailurePolicy ignores too (exit 69):
+    a rehearsal that waits on one names the back-off and says how many failures counted, where before it named
+    nothing. A failed pod the controller has not handled yet (its finalizer on) is not counted either way."""
+    from stacks.box.steps import Step
+    from stacks.box.waiting import JOB_TRACKING, retrying
+
+    def pod(name: str, finalizers=()) -> dict:
+        labels = {"batch.kubernetes.io/job-name": "train"}
+        return {
+            "metadata": {"name": name, "uid": name, "labels": labels, "finalizers": list(finalizers)},
+            "status": {"phase": "Failed"},
+        }
+
+    class Box:
+        def __init__(self, pods: list, status: dict) -> None:
+            self.pods, self.status = pods, status
+
+        def get(self, kind: str, *args: str) -> dict:
+            if kind == "pods":
+                return {"items": self.pods}
+            return {"items": [{"metadata": {"name": "train"}, "spec": {"backoffLimit": 3}, "status": self.status}]}
+
+    step = Step("urn:train", "train", [{"kind": "Job", "metadata": {"name": "train", "namespace": "training"}}])
+    applied = {"train": step}
+    ignored = retrying(Box([pod("a"), pod("b")], {}), applied)
+    assert ignored == [
+        "training/train: 2 pod(s) failed, 0 of them counted against the 3 the Job allows (its podFailurePolicy "
+        "ignores the others); the next start after the Job controller's back-off, which counts every failed pod "
+        "(10 s, doubling to 6 min): a longer --timeout shows the outcome"
+    ]
+    counted = retrying(Box([pod("a")], {"failed": 1}), applied)
+    assert counted[0].startswith("training/train: 1 pod(s) failed, of the 3 the Job allows; the next starts after")
+    assert retrying(Box([pod("a", [JOB_TRACKING])], {}), applied) == []
+    assert retrying(Box([pod("a")], {"active": 1}), applied) == []
