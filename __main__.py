@@ -15,6 +15,7 @@ from stacks.last_update import PREFLIGHT_OFF, announce_upgrade, read_last_update
 from stacks.outputs import export_outputs
 from stacks.plan import build_plan
 from stacks.plan.admission import topology_region_problems
+from stacks.plan.unread import unread_entries
 from stacks.preflight import check
 from stacks.preflight.cluster import running_cluster
 from stacks.stackfile import stray_top_level_keys
@@ -25,6 +26,8 @@ if stray := stray_top_level_keys(Path(pulumi.get_root_directory() or Path.cwd())
     raise ConfigError(stray)  # keys Pulumi ignores in the stack file: nothing registered
 config = load_config(pulumi.get_project(), pulumi.get_stack(), settings)  # ConfigError: nothing registered
 plan = build_plan(config)
+for note in unread_entries(plan):  # a dataset or image nothing reads: said, not ignored
+    pulumi.log.warn(note)
 if topology_problems := topology_region_problems(plan, config.region):
     raise ConfigError(topology_problems)  # a topology-aware group where EC2 labels no node: nothing registered
 if config.cluster.stack_reference is not None:

@@ -28,6 +28,7 @@ from stacks.plan.minors import unpinned_note
 from stacks.plan.prepull import prepulls
 from stacks.plan.report_text import render
 from stacks.plan.timeline import CLUSTER_TYPE, NODE_GROUP_TYPE, FirstStep, first_step
+from stacks.plan.unread import unread_entries
 from stacks.plan.upgrade_text import compare_stacks
 
 #: Where the prices of the estimate come from.
@@ -360,6 +361,7 @@ def report(
         "team": None,
         "clusterName": cfg.cluster_name,
         "kubernetesVersion": cfg.cluster.kubernetes_version,
+        "unread": unread_entries(plan),
         "kubernetesVersionNote": unpinned_note(plan),
         "network": network,
         "nodeGroups": [_group(g) for g in plan.all_groups],
@@ -401,6 +403,7 @@ def _jobs_only_report(plan: Plan, region: Optional[str], first_step: Optional[di
         "team": cfg.cluster.team,
         "clusterName": None,
         "kubernetesVersion": None,
+        "unread": unread_entries(plan),
         "kubernetesVersionNote": None,
         "network": None,
         # the stack's copy of the cluster stack's worker groups: the jobs are placed for them

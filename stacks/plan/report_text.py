@@ -34,7 +34,8 @@ def _render_jobs_only(r: dict[str, Any]) -> str:
         [
             f"plan of jobs-only stack {r['stack']} (project {r['project']}, region {r['region'] or 'not set'}): its "
             f"jobs run on the cluster of {ref}, as team {team}; it makes no cluster, VPC, node group, queue or storage"
-        ],
+        ]
+        + [f"note: {n}" for n in r.get("unread") or ()],
         [f"node groups of {ref} the jobs are placed for (this stack's copy of its nodeGroups):"]
         + [_render_node_group(g)[0] for g in r["nodeGroups"]],
         _render_jobs(r["jobs"], r["crowdedSteps"]),
@@ -68,6 +69,7 @@ def _render_header(r: dict[str, Any]) -> list[str]:
     ]
     if r["kubernetesVersionNote"]:
         lines.append(f"note: {r['kubernetesVersionNote']}")
+    lines.extend(f"note: {n}" for n in r.get("unread") or ())
     net = r["network"]
     if net["kind"] == "new VPC":
         zones = (
