@@ -56,9 +56,11 @@ MD5_RE = re.compile(r"^[0-9a-f]{32}$")
 #: letter or digit (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
 S3_BUCKET_PATTERN = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
 S3_BUCKET_RE = re.compile(rf"^{S3_BUCKET_PATTERN}$")
-#: ``s3://bucket/`` or ``s3://bucket/prefix/`` (prefix segments, trailing slash): a data repository (AWS: "the
-#: prefix is optional", CreateDataRepositoryAssociation's DataRepositoryPath), a results location.
-S3_PATH_RE = re.compile(r"^s3://(?P<bucket>[^/]+)/(?P<prefix>(?:[^/]+/)*)$")
+#: ``s3://bucket/prefix/`` (one or more prefix segments, trailing slash): a results location.
+S3_PATH_RE = re.compile(r"^s3://(?P<bucket>[^/]+)/(?P<prefix>(?:[^/]+/)+)$")
+#: ``s3://bucket/`` or ``s3://bucket/prefix/``: an FSx data repository (AWS: "the prefix is optional",
+#: CreateDataRepositoryAssociation's DataRepositoryPath).
+S3_REPOSITORY_PATH_RE = re.compile(r"^s3://(?P<bucket>[^/]+)/(?P<prefix>(?:[^/]+/)*)$")
 #: A prefix inside a bucket: ``datasets/`` or ``team/datasets/``.
 S3_PREFIX_RE = re.compile(r"^(?:[A-Za-z0-9!_.*'()-]+/)+$")
 #: A folder of objects to download: ``s3://bucket/`` or ``s3://bucket/prefix/``.
@@ -66,8 +68,8 @@ S3_FOLDER_URI_RE = re.compile(rf"^s3://{S3_BUCKET_PATTERN}/([^\s]*/)?$")
 
 
 def split_s3_path(uri: Optional[str]) -> Optional[tuple[str, str]]:
-    """``(bucket, prefix)`` of an ``s3://bucket/prefix/`` path, or ``None``."""
-    m = S3_PATH_RE.match(uri or "")
+    """``(bucket, prefix)`` of an ``s3://bucket/prefix/`` path (the prefix empty at the bucket's root), or ``None``."""
+    m = S3_REPOSITORY_PATH_RE.match(uri or "")
     return (m.group("bucket"), m.group("prefix")) if m else None
 
 

@@ -32,8 +32,8 @@ from stacks.config.base import (
     QUANTITY_RE,
     RESERVED_NAMESPACES,
     S3_BUCKET_RE,
-    S3_PATH_RE,
     S3_PREFIX_RE,
+    S3_REPOSITORY_PATH_RE,
     SUBNET_RE,
     Model,
     reference,
@@ -87,7 +87,7 @@ class DataRepositoryConfig(Model):
     def _s3_path(cls, v: Optional[str]) -> Optional[str]:
         if v is None:
             return v
-        m = S3_PATH_RE.match(v)
+        m = S3_REPOSITORY_PATH_RE.match(v)
         if m is None or len(v) > FSX_DRA_S3_PATH_MAX:
             raise ValueError(
                 f"{v!r} is not a data repository path; use s3://bucket/ or s3://bucket/prefix/ (a bucket, a prefix if "

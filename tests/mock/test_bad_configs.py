@@ -1394,6 +1394,13 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:benchmark.results.s3Path: 's3://My_Bucket/x' is not s3://bucket/prefix/"],
     ),
     (
+        # the results' collector writes under a prefix (components/workloads/collector.py): a data repository may
+        # take a bucket's root, the results may not
+        "results at a bucket's root",
+        bench(results={"s3Path": "s3://team-results/"}),
+        ["eks-training:benchmark.results.s3Path: 's3://team-results/' is not s3://bucket/prefix/"],
+    ),
+    (
         "results with both bucket forms",
         bench(results={"s3Path": "s3://results-bucket/runs/", "prefix": "x/"}),
         [
