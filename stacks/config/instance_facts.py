@@ -1,6 +1,5 @@
 """Facts for instance types the catalog lacks (``instanceFacts.<type>``)."""
 
-import difflib
 from typing import Optional
 
 from pydantic import Field, model_validator
@@ -59,8 +58,7 @@ def _catalogued_model(written: str) -> Optional[str]:
         full = "".join(name.lower().split())
         if squashed in (full, full.removeprefix("nvidia")) or squashed == "nvidia" + full.removeprefix("nvidia"):
             return name
-    close = difflib.get_close_matches(written, list(GPU_MODELS), n=1, cutoff=0.85)
-    return close[0] if close else None
+    return None  # (not a close match: NVIDIA B300, GB200, H800, A10... are other GPUs, one character apart)
 
 
 class InstanceFactsConfig(Model):

@@ -43,3 +43,13 @@ def test_a_default_cluster_name_too_long_names_the_key_to_set() -> None:
     ), problem
     assert problem.endswith(": set eks-training:clusterName")
     assert load_config(PROJECT, stack, {**stack_config("dev"), f"{PROJECT}:clusterName": "vision"})
+
+
+@pytest.mark.parametrize("written", ["NVIDIA B300", "NVIDIA GB200", "NVIDIA H800", "NVIDIA A10", "NVIDIA T4g"])
+def test_a_gpu_the_catalog_does_not_know_is_not_taken_for_a_misspelling(written: str) -> None:
+    """EC2 names other GPUs one character from the catalog's (B300 and B200, A10 and A10G): they are GPUs of their
+    own, not misspellings; only a catalogued name written another way is (H100 for NVIDIA H100)."""
+    from stacks.config.instance_facts import _catalogued_model
+
+    assert _catalogued_model(written) is None
+    assert _catalogued_model("H100") == "NVIDIA H100" and _catalogued_model("nvidia  h100") == "NVIDIA H100"
