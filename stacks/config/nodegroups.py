@@ -12,6 +12,7 @@ from stacks.config.base import (
     AZ_HINT,
     AZ_RE,
     ENTRY_NAME_MAX,
+    KUBELET_LABELS,
     LABEL_KEY_RULE,
     LABEL_VALUE_RULE,
     OBJECT_NOT_NULL,
@@ -26,6 +27,10 @@ from stacks.config.base import (
     reference,
 )
 from stacks.config.errors import check
+
+#: The longest label or taint key, prefix included, that EKS takes on a managed node group (UpdateLabelsPayload,
+#: https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateLabelsPayload.html).
+EKS_LABEL_KEY_MAX = 63
 
 #: How a group's nodes are replaced when they must roll (a new AMI release, a Kubernetes minor, a launch template
 #: change); listed once.
@@ -65,6 +70,13 @@ class TaintConfig(Model):
         problems = []
         if not label_key_ok(self.key):
             problems.append(("key", f"{self.key!r} is not a valid taint key; {LABEL_KEY_RULE}"))
+        elif len(self.key) > EKS_LABEL_KEY_MAX:  # (the provider's taint.key: StringLenBetween(1, 63))
+            problems.append(
+                (
+                    "key",
+                    f"{self.key!r} has {len(self.key)} characters, and EKS takes taint keys of at most 63; shorten it",
+                )
+            )
         if self.value and not label_value_ok(self.value):
             problems.append(("value", f"{self.value!r} is not a valid taint value; {LABEL_VALUE_RULE}"))
         if self.key == GPU_TAINT["key"]:
@@ -168,8 +180,9 @@ class NodeGroupConfig(Model):
     disk_size_gib: int = Field(default=DEFAULT_DISK_SIZE_GIB, ge=20, le=16384)
     """The nodes' root volume, in GiB."""
     labels: dict[str, str] = Field(default_factory=dict)
-    """Kubernetes labels on the nodes (reserved prefixes refused, and the kubernetes.io and k8s.io namespaces the
-    kubelet refuses: node.kubernetes.io/ is allowed)."""
+    """Kubernetes labels on the nodes: keys of at most 63 characters and values of 1-63, as EKS takes them. Reserved
+    prefixes are refused, and the kubernetes.io and k8s.io namespaces the kubelet refuses: node.kubernetes.io/ is
+    allowed."""
     taints: list[TaintConfig] = Field(default_factory=list)
     """Kubernetes taints on the nodes."""
     spot_discount: Optional[Number] = Field(
@@ -261,7 +274,19 @@ class NodeGroupConfig(Model):
                 problems.append(("", f"{k!r} is not a valid Kubernetes label key; {LABEL_KEY_RULE}"))
             if not label_value_ok(val):
                 problems.append((k, f"{val!r} is not a valid Kubernetes label value; {LABEL_VALUE_RULE}"))
-            if k.startswith(RESERVED_LABEL_PREFIXES):
+            elif not val:  # (https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateLabelsPayload.html)
+                problems.append((k, "is empty, and EKS takes node group label values of 1-63 characters; give a value"))
+            if len(k) > EKS_LABEL_KEY_MAX:
+                problems.append(
+                    (
+                        "",
+                        f"{k!r} has {len(k)} characters, and EKS takes node group label keys of at most 63, prefix "
+                        "included; shorten it",
+                    )
+                )
+            if k in KUBELET_LABELS:
+                problems.append(("", f"{k!r} is a label the kubelet sets on every node itself; choose your own key"))
+            elif k.startswith(RESERVED_LABEL_PREFIXES):
                 problems.append(
                     ("", f"{k!r} uses a reserved prefix ({', '.join(RESERVED_LABEL_PREFIXES)}); choose your own prefix")
                 )

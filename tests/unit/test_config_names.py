@@ -15,6 +15,7 @@ from stacks.config.base import kubelet_refuses_label
         ("kubernetes.io/role", True),
         ("example.k8s.io/x", True),
         ("node-restriction.kubernetes.io/pool", True),
+        ("topology.kubernetes.io/zone", False),  # well-known: the kubelet takes it (and sets it itself)
         ("node.kubernetes.io/pool", False),
         ("kubelet.kubernetes.io/x", False),
         ("team.node.kubernetes.io/x", False),
@@ -53,3 +54,27 @@ def test_a_gpu_the_catalog_does_not_know_is_not_taken_for_a_misspelling(written:
 
     assert _catalogued_model(written) is None
     assert _catalogued_model("H100") == "NVIDIA H100" and _catalogued_model("nvidia  h100") == "NVIDIA H100"
+
+
+def test_eks_limits_on_a_groups_labels_and_taints() -> None:
+    """EKS takes node group label keys and values of 1-63 characters (UpdateLabelsPayload), prefix included, and taint
+    keys of at most 63: a Kubernetes key that is longer, or an empty label value, fails at CreateNodegroup. A
+    well-known label is the kubelet's to set."""
+    from pydantic import ValidationError
+
+    from stacks.config.nodegroups import NodeGroupConfig
+
+    sizes = {"instanceTypes": ["m5.xlarge"], "minSize": 1, "desiredSize": 1, "maxSize": 1}
+
+    def problems(**fields) -> str:
+        with pytest.raises(ValidationError) as err:
+            NodeGroupConfig.model_validate({**sizes, **fields})
+        return str(err.value)
+
+    long_key = "team-infrastructure.platform.example.com/accelerator-generations"  # 64 characters
+    assert "has 64 characters, and EKS takes node group label keys of at most 63" in problems(labels={long_key: "a"})
+    assert "is empty, and EKS takes node group label values of 1-63 characters" in problems(labels={"team": ""})
+    assert "a label the kubelet sets on every node itself" in problems(labels={"topology.kubernetes.io/zone": "a"})
+    taint = {"key": long_key, "value": "", "effect": "NoSchedule"}
+    assert "EKS takes taint keys of at most 63" in problems(taints=[taint])
+    NodeGroupConfig.model_validate({**sizes, "labels": {long_key[1:]: "a"}, "taints": [{**taint, "key": long_key[1:]}]})
