@@ -1,12 +1,13 @@
 """The boto3 session preflight asks AWS with: the stack's AWS provider settings (``aws:profile``, the shared files,
 ``aws:assumeRoles``), so the checks read the account ``pulumi up`` deploys to, not the shell's default one."""
 
-from typing import Optional
+import shlex
+from typing import Any, Mapping, Optional
 
 import boto3
 from botocore.exceptions import NoCredentialsError
 
-from components.image.aws_settings import AwsSettings, aws_session
+from components.image.aws_settings import AwsSettings, assume_role_arguments, aws_session
 from stacks.plan import Plan
 from stacks.plan.checklist import CREDENTIAL_KEYS as CREDENTIAL_KEYS
 from stacks.plan.checklist import CREDENTIALS_KEY as CREDENTIALS_KEY
@@ -39,7 +40,7 @@ def credentials_fix(settings: AwsSettings) -> str:
         ("AWS_CONFIG_FILE", settings.get("shared_config_file")),
         ("AWS_SHARED_CREDENTIALS_FILE", settings.get("shared_credentials_file")),
     )
-    cli = "".join(f"{variable}={path} " for variable, path in files if path) + "aws"
+    cli = "".join(f"{variable}={shlex.quote(path)} " for variable, path in files if path) + "aws"
     flag = f" --profile {profile}" if profile else ""
     where = "" if profile else ", or a profile named in the stack file's aws:profile"
     fix = (
@@ -48,11 +49,24 @@ def credentials_fix(settings: AwsSettings) -> str:
     )
     roles = settings.get("assume_roles") or []
     if roles:
-        fix += (
-            f", then that they may assume aws:assumeRoles' first role: `{cli} sts assume-role{flag} --role-arn "
-            f"{roles[0]['role_arn']} --role-session-name preflight`"
-        )
+        check_role = f"{cli} sts assume-role{flag} {_assume(roles[0])}"
+        fix += f", then that they may assume aws:assumeRoles' first role: `{check_role}`"
     return fix
+
+
+def _assume(role: Mapping[str, Any]) -> str:
+    """The AWS CLI's arguments of ``aws sts assume-role`` that ask what the provider's AssumeRole asks: the settings
+    a role's trust policy may require (external id, source identity, session tags) and its duration."""
+    args = assume_role_arguments(role)
+    words = ["--role-arn", args["RoleArn"], "--role-session-name", args["RoleSessionName"]]
+    for name, option in (("ExternalId", "--external-id"), ("SourceIdentity", "--source-identity")):
+        if name in args:
+            words += [option, args[name]]
+    if "DurationSeconds" in args:
+        words += ["--duration-seconds", str(args["DurationSeconds"])]
+    if "Tags" in args:
+        words += ["--tags", *(f"Key={t['Key']},Value={t['Value']}" for t in args["Tags"])]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def stack_session(plan: Plan) -> boto3.session.Session:

@@ -67,15 +67,18 @@ def test_a_missing_profile_fails_the_check_naming_the_keys(tmp_path: Path) -> No
 
 
 def test_the_fix_names_the_stacks_own_files_and_its_first_role(tmp_path: Path) -> None:
-    """A stack that assumes roles: the fix also checks the first role the provider assumes with the credentials."""
+    """A stack that assumes roles: the fix also checks the first role the provider assumes with the credentials, with
+    what its trust policy may require (here an external id)."""
     role = "arn:aws:iam::123456789012:role/deployer"
-    plan = _plan(**_files(tmp_path), **{"aws:profile": "nobody", "aws:assumeRoles": [{"roleArn": role}]})
+    roles = [{"roleArn": role, "sessionName": "pulumi-up", "externalId": "ext-7"}]
+    plan = _plan(**_files(tmp_path), **{"aws:profile": "nobody", "aws:assumeRoles": roles})
     (failed,) = [f for f in run_preflight(plan, None) if not f.ok and f.key != "PATH"]
     cli = f"AWS_CONFIG_FILE={tmp_path / 'config'} AWS_SHARED_CREDENTIALS_FILE={tmp_path / 'credentials'} aws"
     assert failed.message.endswith(
         f"(`{cli} configure --profile nobody`, `{cli} sso login --profile nobody`), and check them with "
         f"`{cli} sts get-caller-identity --profile nobody`, then that they may assume aws:assumeRoles' first role: "
-        f"`{cli} sts assume-role --profile nobody --role-arn {role} --role-session-name preflight`"
+        f"`{cli} sts assume-role --profile nobody --role-arn {role} --role-session-name pulumi-up --external-id "
+        "ext-7`"
     ), failed.message
 
 
