@@ -126,7 +126,10 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         {r for g in plan.all_groups if g.capacity_type == "CAPACITY_BLOCK" and (r := g.capacity_reservation_id)}
     )
     if blocks:
-        log(f"rehearsing as if Capacity Block {', '.join(blocks)} had started: its groups' jobs wait for it otherwise")
+        log(
+            f"rehearsing as if Capacity Block {', '.join(blocks)} had started: on AWS, the jobs on its groups are made "
+            "by the first `pulumi up` after it starts"
+        )
     try:
         with started_blocks(blocks):
             evaluation = evaluate_config(args.stack, args.stack_file, config)

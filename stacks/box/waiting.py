@@ -44,11 +44,11 @@ def pending_reasons(box: Box, applied: Mapping[str, Step], kueue_runs: bool) -> 
 
 
 def retrying(box: Box, applied: Mapping[str, Step]) -> list[str]:
-    """The Jobs whose pods failed and that wait to start the next: the Job controller's back-off, 10 s doubling
-    to at most 6 minutes, within the Job's backoffLimit
-    (https://kubernetes.io/docs/concepts/workloads/controllers/job/#pod-backoff-failure-policy). The back-off counts
-    every failed pod, those the Job's podFailurePolicy ignores too (``newBackoffRecord``, kubernetes
-    pkg/controller/job/backoff_utils.go), which the Job's status does not count."""
+    """The Jobs whose pods failed and that wait to start the next, within the Job's backoffLimit: the Job controller's
+    back-off, 10 s doubling to at most 10 minutes (``MaxJobPodFailureBackOff``, kubernetes
+    pkg/controller/job/job_controller.go; the Kubernetes page's six minutes is older). It counts every failed pod,
+    those the Job's podFailurePolicy ignores too (``newBackoffRecord``, pkg/controller/job/backoff_utils.go), which
+    the Job's status does not count."""
     out = []
     for ns in sorted(
         {d["metadata"]["namespace"] for s in applied.values() for d in s.docs if "namespace" in d["metadata"]}
@@ -79,12 +79,12 @@ def retrying(box: Box, applied: Mapping[str, Step]) -> list[str]:
                 out.append(
                     f"{ns}/{name}: {failed} pod(s) failed, {counted} of them counted against the {limit} the Job "
                     "allows (its podFailurePolicy ignores the others); the next start after the Job controller's "
-                    "back-off, which counts every failed pod (10 s, doubling to 6 min): a longer --timeout shows "
+                    "back-off, which counts every failed pod (10 s, doubling to 10 min): a longer --timeout shows "
                     "the outcome"
                 )
             else:
                 out.append(
                     f"{ns}/{name}: {counted} pod(s) failed, of the {limit} the Job allows; the next starts after the "
-                    "Job controller's back-off (10 s, doubling to 6 min): a longer --timeout shows the outcome"
+                    "Job controller's back-off (10 s, doubling to 10 min): a longer --timeout shows the outcome"
                 )
     return out
