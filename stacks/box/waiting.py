@@ -78,7 +78,7 @@ def retrying(box: Box, applied: Mapping[str, Step]) -> list[str]:
             if failed > counted:
                 out.append(
                     f"{ns}/{name}: {failed} pod(s) failed, {counted} of them counted against the {limit} the Job "
-                    "allows (its podFailurePolicy ignores the others); the next start after the Job controller's "
+                    "allows (its podFailurePolicy ignores the others); the next pods start after the Job controller's "
                     "back-off, which counts every failed pod (10 s, doubling to 10 min): a longer --timeout shows "
                     "the outcome"
                 )

@@ -192,7 +192,7 @@ def test_a_job_in_its_back_off_is_named_with_the_failures_its_policy_ignored() -
     ignored = retrying(Box([pod("a"), pod("b")], {}), applied)
     assert ignored == [
         "training/train: 2 pod(s) failed, 0 of them counted against the 3 the Job allows (its podFailurePolicy "
-        "ignores the others); the next start after the Job controller's back-off, which counts every failed pod "
+        "ignores the others); the next pods start after the Job controller's back-off, which counts every failed pod "
         "(10 s, doubling to 10 min): a longer --timeout shows the outcome"
     ]
     counted = retrying(Box([pod("a")], {"failed": 1}), applied)
