@@ -1,6 +1,5 @@
 """The EKS control plane section (``cluster``)."""
 
-import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import date
@@ -17,11 +16,9 @@ from components.catalog import (
     SUPPORTED_KUBERNETES_VERSIONS,
     in_standard_support,
 )
+from components.catalog.addons import ADDON_VERSION_RE, addon_version_tuple, version_text
 from stacks.config.base import ROLE_ARN_RE, AmiRelease, Model, cidr_problem, ipv4, reference
 from stacks.config.errors import check
-
-#: How EKS spells an add-on's version (``aws eks describe-addon-versions``: v1.20.4-eksbuild.2).
-ADDON_VERSION_RE = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
 
 #: Control-plane log types EKS can send to CloudWatch (listed once).
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
@@ -139,12 +136,12 @@ class ClusterConfig(Model):
                 (
                     name,
                     f"{version!r} is not an EKS add-on version, which EKS spells vMAJOR.MINOR.PATCH-eksbuild.N "
-                    f"(e.g. v{core.group(1) if core else '1.11.1'}-eksbuild.1); give one EKS offers (aws eks "
+                    f"(e.g. {version_text(core) if core else 'v1.11.1'}-eksbuild.1); give one EKS offers (aws eks "
                     f"describe-addon-versions --addon-name {name})",
                 )
                 for name, version in v.items()
                 if not ADDON_VERSION_RE.match(version)
-                for core in [re.match(r"^v?(\d+\.\d+\.\d+)", version.strip())]
+                for core in [addon_version_tuple(version.strip())]
             ]
         )
         return v

@@ -1903,10 +1903,10 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ),
     (
         "an add-on version as the chart spells it",
-        setk("cluster", {"addonVersions": {"coredns": "1.11.1"}}),
+        setk("cluster", {"addonVersions": {"coredns": "1.12.0"}}),
         [
-            "eks-training:cluster.addonVersions.coredns: '1.11.1' is not an EKS add-on version, which EKS spells "
-            "vMAJOR.MINOR.PATCH-eksbuild.N (e.g. v1.11.1-eksbuild.1); give one EKS offers (aws eks "
+            "eks-training:cluster.addonVersions.coredns: '1.12.0' is not an EKS add-on version, which EKS spells "
+            "vMAJOR.MINOR.PATCH-eksbuild.N (e.g. v1.12.0-eksbuild.1); give one EKS offers (aws eks "
             "describe-addon-versions --addon-name coredns)"
         ],
     ),
