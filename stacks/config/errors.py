@@ -171,11 +171,7 @@ def format_validation(path: str, err: ValidationError, model: Optional[type[Base
             and isinstance(e.get("input"), bool)
             and "enabled" in _valid_keys(_model_at(model, loc))
         ):
-            switch = str(e["input"]).lower()
-            out.append(
-                f"{key(where)}: {switch} is not an object; write the switch as its key, enabled: {switch} (one level "
-                f"further in: {loc[-1]}: {{enabled: {switch}}})"
-            )
+            out.append(f"{key(where)}: {str(e['input']).lower()} is not an object; {switch_fix(e['input'], loc[-1])}")
         elif (fix := _with_fix(e)) is not None:
             out.append(f"{key(where)}: {fix}")
         else:
@@ -191,6 +187,12 @@ _BOUNDS = {
     "less_than_equal": ("le", "is above the maximum", "set it to {b} or less"),
     "less_than": ("lt", "is not below", "set it below {b}"),
 }
+
+
+def switch_fix(value: bool, section: object) -> str:
+    """How to write a switch given as its section's value (``autoscaler: false``): as the section's key."""
+    v = str(value).lower()
+    return f"write the switch as its key, enabled: {v} (one level further in: {section}: {{enabled: {v}}})"
 
 
 def _with_fix(e: Any) -> Optional[str]:

@@ -34,7 +34,7 @@ from stacks.config.benchmark import (
     validate_experiments,
 )
 from stacks.config.cluster import ClusterConfig
-from stacks.config.errors import NAMESPACE, ConfigError, key, validate
+from stacks.config.errors import NAMESPACE, ConfigError, key, switch_fix, validate
 from stacks.config.instance_facts import InstanceFactsConfig
 from stacks.config.jobs import (
     TOOLBOX_IMAGE,
@@ -189,7 +189,7 @@ def all_config() -> dict[str, Any]:
 EMPTY_OBJECT = "null (an empty value): give its keys, or remove it"
 
 
-def _not_a_section(kind: Any, value: Any) -> str:
+def _not_a_section(name: str, kind: Any, value: Any) -> str:
     """What a section's value is when it is not a mapping, and the fix: its keys as a mapping (``enabled: false``
     where a switch was written as the section's value)."""
     if value is None or value == "":
@@ -203,7 +203,7 @@ def _not_a_section(kind: Any, value: Any) -> str:
     )
     fields = getattr(kind, "model_fields", {})
     if isinstance(value, bool) and "enabled" in fields:
-        return f"{shown}: write the switch as its key, enabled: {json.dumps(value)} (one level further in)"
+        return f"{shown}: {switch_fix(value, name)}"
     return f"{shown}: write a YAML mapping of its keys (key: value, see {REFERENCE})"
 
 
@@ -286,7 +286,9 @@ class _Parser:
             except json.JSONDecodeError:
                 obj = value
             if not isinstance(obj, dict):
-                self.problems.append(f"{key(k)}: must be an object (a YAML mapping), got {_not_a_section(kind, obj)}")
+                self.problems.append(
+                    f"{key(k)}: must be an object (a YAML mapping), got {_not_a_section(k, kind, obj)}"
+                )
                 self.failed.add(k)
                 continue
             if kind is dict:

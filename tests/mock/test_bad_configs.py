@@ -1859,7 +1859,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         setk("autoscaler", False),
         [
             "eks-training:autoscaler: must be an object (a YAML mapping), got false: write the switch as its key, "
-            "enabled: false"
+            "enabled: false (one level further in: autoscaler: {enabled: false})"
         ],
     ),
     (
