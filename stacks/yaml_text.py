@@ -1,5 +1,6 @@
 """YAML text read and written as PyYAML's safe functions do, by libyaml when PyYAML has it."""
 
+import shlex
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,6 +29,15 @@ def load_yaml(text: str) -> Any:
 def load_yaml_documents(text: str) -> list[Any]:
     """The non-empty documents of a multi-document YAML text, as ``yaml.safe_load_all`` reads them."""
     return [d for d in yaml.load_all(text, Loader=LOADER) if d]
+
+
+def shell_words(text: str) -> list[str]:
+    """``text`` split into words as a shell would (its quotes honoured), or on whitespace when its quotes do not
+    close: the list a user meant by one string."""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
 
 
 def quoted_list(words: Iterable[str]) -> str:

@@ -7,7 +7,6 @@ errors into full keys, so a message can name the sibling keys it is about with `
 
 import difflib
 import re
-import shlex
 from typing import Any, Optional, TypeVar, Union, get_args, get_origin
 
 import pulumi
@@ -15,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from stacks.bundle import REFERENCE
 from stacks.config.base import INT32_MAX, oversized_integers
-from stacks.yaml_text import quoted_list
+from stacks.yaml_text import quoted_list, shell_words
 
 NAMESPACE = "eks-training"
 
@@ -245,10 +244,7 @@ def _with_fix(e: Any) -> Optional[str]:
     if e["type"] == "list_type":
         if isinstance(got, str):
             # each word quoted: YAML 1.2 (Pulumi's reader) takes 1e-4 or 08 as numbers, where 1.1 does not
-            try:
-                words = shlex.split(got)
-            except ValueError:  # an unclosed quote
-                words = got.split()
+            words = shell_words(got)
             if "," in got and all(w.endswith(",") for w in words[:-1]):
                 # a comma-separated list, as the AWS CLI takes them (subnet-a,subnet-b): its items, not one
                 words = [w.strip() for w in got.split(",") if w.strip()]

@@ -7,7 +7,6 @@ NCCL/libfabric environment) comes from the plan of its node group, never from th
 
 import json
 import re
-import shlex
 from typing import Annotated, Any, Literal, Mapping, Optional, Sequence, Union
 
 from pydantic import Field, field_validator, model_validator
@@ -30,7 +29,7 @@ from stacks.bundle import TOOLBOX_IMAGE as TOOLBOX_IMAGE  # the name config read
 from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, OBJECT_NOT_NULL, S3_FOLDER_URI_RE, Model, Number, reference
 from stacks.config.errors import check
 from stacks.kinds import KINDS, kind_names
-from stacks.yaml_text import quoted_list
+from stacks.yaml_text import quoted_list, shell_words
 
 #: The public CIFAR-10 python tarball, its published MD5 and size (https://www.cs.toronto.edu/~kriz/cifar.html).
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
@@ -60,15 +59,6 @@ RESERVED_FROM = {
 }
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PATH_RE = re.compile(r"^[\w./-]+$")
-
-
-def shlex_words(text: str) -> list[str]:
-    """``text`` split into words as a shell would (its quotes honoured), or on whitespace when its quotes do not
-    close."""
-    try:
-        return shlex.split(text)
-    except ValueError:
-        return text.split()
 
 
 def relative_path_problem(v: str) -> Optional[str]:
@@ -436,7 +426,7 @@ class JobConfig(Model):
     def _program(cls, v: Optional[list[str]]) -> Optional[list[str]]:
         if v is not None and not v[0].strip():
             raise ValueError("its first item is the program to run, and it is empty; name the program (e.g. python)")
-        if v is not None and len(words := shlex_words(v[0])) > 1:
+        if v is not None and len(words := shell_words(v[0])) > 1:
             # no shell splits the command: the container runtime would look for a program named the whole item
             raise ValueError(
                 f"its first item {v[0]!r} is the program to run, and no shell splits it into words (the container "
@@ -449,7 +439,7 @@ class JobConfig(Model):
     def _script(cls, v: Optional[str]) -> Optional[str]:
         if v is not None and not v.strip():
             raise ValueError("empty; name the script torchrun runs (e.g. train.py)")
-        if v is not None and len(words := shlex_words(v)) > 1:
+        if v is not None and len(words := shell_words(v)) > 1:
             # torchrun runs the script by its path: the words after it would be part of the file's name
             raise ValueError(
                 f"{v!r} is the script's path, and torchrun does not split it into words; write script: {words[0]} and "
