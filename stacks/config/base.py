@@ -219,39 +219,6 @@ def label_key_ok(k: str) -> bool:
     return 0 < len(name) <= 63 and bool(LABEL_NAME_RE.match(name))
 
 
-#: The well-known node labels the kubelet sets itself and takes in ``--node-labels`` too (``kubeletLabels``,
-#: kubernetes staging/src/k8s.io/kubelet/pkg/apis/well_known_labels.go).
-KUBELET_LABELS = frozenset(
-    {
-        "kubernetes.io/hostname",
-        "kubernetes.io/os",
-        "kubernetes.io/arch",
-        "beta.kubernetes.io/os",
-        "beta.kubernetes.io/arch",
-        "beta.kubernetes.io/instance-type",
-        "node.kubernetes.io/instance-type",
-        "topology.kubernetes.io/zone",
-        "topology.kubernetes.io/region",
-        "failure-domain.beta.kubernetes.io/zone",
-        "failure-domain.beta.kubernetes.io/region",
-    }
-)
-
-
-def kubelet_refuses_label(k: str) -> bool:
-    """A node label the kubelet refuses to start with: one in the ``kubernetes.io`` or ``k8s.io`` namespace (or a
-    subdomain of them) outside its own ``kubelet.kubernetes.io`` and ``node.kubernetes.io`` (``ValidateKubeletFlags``,
-    https://github.com/kubernetes/kubernetes/blob/master/cmd/kubelet/app/options/options.go) but the well-known
-    :data:`KUBELET_LABELS`."""
-    namespace = k.split("/", 1)[0] if "/" in k else ""
-
-    def under(*domains: str) -> bool:
-        return any(namespace == d or namespace.endswith("." + d) for d in domains)
-
-    kubelets = k in KUBELET_LABELS or under("kubelet.kubernetes.io", "node.kubernetes.io")
-    return under("kubernetes.io", "k8s.io") and not kubelets
-
-
 def label_value_ok(v: str) -> bool:
     """A valid Kubernetes label value."""
     return len(v) <= 63 and bool(LABEL_VALUE_RE.match(v))

@@ -7,12 +7,18 @@ from pydantic import Field, field_validator, model_validator
 from components.catalog import DEFAULT_SPOT_DISCOUNT, MAX_SPOT_DISCOUNT, Catalog
 from components.catalog.operations import NODE_REPAIR_PERCENT_RANGE
 from components.nodeplan import DEFAULT_DISK_SIZE_GIB, SYSTEM_DISK_SIZE_GIB, CapacityType, efa_default
-from components.scheduling import GPU_TAINT, RESERVED_LABEL_PREFIXES, TaintEffect
+from components.scheduling import (
+    EKS_LABEL_KEY_MAX,
+    GPU_TAINT,
+    KUBELET_LABELS,
+    RESERVED_LABEL_PREFIXES,
+    TaintEffect,
+    kubelet_refuses_label,
+)
 from stacks.config.base import (
     AZ_HINT,
     AZ_RE,
     ENTRY_NAME_MAX,
-    KUBELET_LABELS,
     LABEL_KEY_RULE,
     LABEL_VALUE_RULE,
     OBJECT_NOT_NULL,
@@ -21,16 +27,11 @@ from stacks.config.base import (
     AmiRelease,
     Model,
     Number,
-    kubelet_refuses_label,
     label_key_ok,
     label_value_ok,
     reference,
 )
 from stacks.config.errors import check
-
-#: The longest label or taint key, prefix included, that EKS takes on a managed node group (UpdateLabelsPayload,
-#: https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateLabelsPayload.html).
-EKS_LABEL_KEY_MAX = 63
 
 #: How a group's nodes are replaced when they must roll (a new AMI release, a Kubernetes minor, a launch template
 #: change); listed once.

@@ -5,7 +5,7 @@ cmd/kubelet/app/options/options.go), and the cluster's name, which prefixes IAM 
 
 import pytest
 
-from stacks.config.base import kubelet_refuses_label
+from components.scheduling import kubelet_refuses_label
 
 
 @pytest.mark.parametrize(
