@@ -184,13 +184,32 @@ def load_stack(
     return plan_stack(args.stack, getattr(args, "stack_file", None), region=region, edit=edit)
 
 
+#: This project's own top-level packages: a module of theirs that is missing is a bug, not a missing install.
+OWN_PACKAGES = ("components", "stacks", "eks_training", "training", "provider")
+
+
+def missing_requirement(module: str) -> str:
+    """What to do when this Python lacks a module the commands import: the project's virtualenv was not used."""
+    return (
+        f"{PROG}: this Python ({sys.executable}) has no module {module!r}: run the commands with the project's "
+        "virtualenv (`source .venv/bin/activate`, or `.venv/bin/python -m stacks ...`), or install the requirements "
+        "into this one (`pip install -r requirements-dev.txt`; the README's step 1)"
+    )
+
+
 def run_command(main: Callable[[], int]) -> NoReturn:
     """Exit with ``main()``'s status; a reader that closed the pipe early (``| head``) ends the command quietly with
     :data:`EXIT_BROKEN_PIPE` instead of a ``BrokenPipeError`` traceback
-    (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    (https://docs.python.org/3/library/signal.html#note-on-sigpipe). A module this Python lacks (the virtualenv
+    not active) ends it with one line saying what to run instead of a traceback."""
     try:
         code = main()
         sys.stdout.flush()
+    except ModuleNotFoundError as missing:
+        if (missing.name or "").partition(".")[0] in OWN_PACKAGES:
+            raise  # this project's own module: a bug, not an install
+        sys.stderr.write(missing_requirement(missing.name or str(missing)) + "\n")
+        sys.exit(EXIT_USAGE)
     except BrokenPipeError:
         # Python flushes stdout again at exit: point it at /dev/null so that flush cannot fail
         devnull = os.open(os.devnull, os.O_WRONLY)

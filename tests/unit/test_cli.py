@@ -4,7 +4,8 @@
 - ``python -m stacks.<name>`` (the aliases the README uses), ``python -m stacks <name>`` and the console script run
   the very same ``main``: each is replaced by a recorder and each way of invoking it must reach the recorder.
 - The prologue: an unreadable stack, an invalid configuration and a :class:`~stacks.cli.CommandError` end the command
-  with the message on stderr and the exit status, whether ``main`` is called or run.
+  with the message on stderr and the exit status, whether ``main`` is called or run; a Python without the
+  requirements ends it with one line naming the virtualenv.
 - No tool imports another tool or the Pulumi program, and the core imports neither (a walk over every module's
   imports, functions' bodies included): what two tools share lives in the core (``stacks/cli.py`` describes the
   layers). The walk is shown to find a tool importing another in a small tree of its own.
@@ -70,6 +71,29 @@ def test_python_m_stacks_runs_as_a_user_runs_it() -> None:
     )
     assert done.returncode == 0 and done.stdout.startswith("usage: python -m stacks [-h] COMMAND"), done.stderr
     assert all(f"  {name} " in done.stdout for name in cli.TOOLS)
+
+
+def test_a_python_without_the_requirements_says_what_to_run_not_a_traceback() -> None:
+    """A newcomer's shell without the virtualenv active: ``-S`` leaves out every site-packages, as a bare Python has
+    none of the requirements. One line names the module and the virtualenv; no traceback."""
+    done = subprocess.run(
+        [sys.executable, "-S", "-m", "stacks", "plan", "--stack", "dev"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=patient(120),
+    )
+    assert done.returncode == cli.EXIT_USAGE and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"python -m stacks: this Python ({sys.executable}) has no module '"), done.stderr
+    assert "`source .venv/bin/activate`" in done.stderr and done.stdout == ""
+
+
+def test_a_missing_module_of_the_project_itself_is_a_bug_and_keeps_its_traceback() -> None:
+    def main() -> int:
+        raise ModuleNotFoundError("No module named 'stacks.nope'", name="stacks.nope")
+
+    with pytest.raises(ModuleNotFoundError):
+        cli.run_command(main)
 
 
 class Recorder:
