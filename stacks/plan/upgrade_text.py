@@ -21,8 +21,8 @@ from stacks.stackfile import (
 #: (components/cluster.py: NODE_ADDONS before the node groups, the Pod Identity agent beside them, LATE_ADDONS after
 #: the system group; the CSI driver and CloudWatch's add-on wait for the system group and the agent too).
 ORDER = (
-    "then vpc-cni, kube-proxy and eks-pod-identity-agent (the node groups wait for the first two only), then the node "
-    "groups side by side, the other add-ons after the system group"
+    "    vpc-cni, kube-proxy and eks-pod-identity-agent (the node groups wait for the first two only)",
+    "    the node groups side by side, the other add-ons after the system group",
 )
 
 
@@ -179,13 +179,15 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
     if k.get("running"):
         moves = f", which moves to {k['to']} first" if k["running"] != k["to"] else ""
         lines.append(
-            f"  Kubernetes {k['from']} -> {k['to']}: the control plane already runs {k['running']}{moves}; {ORDER}"
+            f"  Kubernetes {k['from']} -> {k['to']}: the control plane already runs {k['running']}{moves}; then"
         )
+        lines.extend(ORDER)
     elif k["from"] != k["to"]:
         lines.append(
             f"  Kubernetes {k['from']} -> {k['to']}: the control plane first (about "
-            f"{r['durations']['controlPlane']['minutes']:g} min, an estimate), {ORDER}"
+            f"{r['durations']['controlPlane']['minutes']:g} min, an estimate), then"
         )
+        lines.extend(ORDER)
     else:
         lines.append(f"  Kubernetes {k['from']}: unchanged")
     if r["addons"]:
@@ -203,10 +205,9 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
             "update": "is updated in place, no roll",
             "delete": "goes",
         }
+        lines.append(f"  {g['key']} {'may roll' if g.get('maybe') else verb[g['action']]}: {'; '.join(g['reasons'])}")
         lines.append(
-            f"  {g['key']} {'may roll' if g.get('maybe') else verb[g['action']]}: {'; '.join(g['reasons'])}; "
-            f"{'up to ' if g['upTo'] else ''}"
-            f"{g['nodes']} node(s)"
+            f"    {'up to ' if g['upTo'] else ''}{g['nodes']} node(s)"
             + (f", updateStrategy {g['updateStrategy']}, {_eks_strategy(g)}" if g["action"] == "roll" else "")
         )
         for j in g["jobs"]:
@@ -225,17 +226,22 @@ def _duration_line(r: dict[str, Any]) -> str:
     k = r["kubernetesVersion"]
     timed = [g for g in r["nodeGroups"] if g["action"] != "update"]
     if timed or r["addons"] or k["from"] != k["to"] or k.get("running"):
-        return (
-            f"  expected duration: about {r['expectedMinutes']:g} min (a model: control plane, add-ons, then the "
-            f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node"
-            + (", an autoscaled group at its maxSize" if any(g["upTo"] for g in timed) else "")
-            + (", a group that may roll as rolling" if any(g.get("maybe") for g in timed) else "")
-            + (
-                f", {r['durations']['nodeSurge']['minutes']:g} more for DEFAULT's first new nodes"
+        counted = [
+            *(["an autoscaled group at its maxSize"] if any(g["upTo"] for g in timed) else []),
+            *(["a group that may roll as rolling"] if any(g.get("maybe") for g in timed) else []),
+            *(
+                [f"{r['durations']['nodeSurge']['minutes']:g} min more for DEFAULT's first new nodes"]
                 if r["countsSurge"]
-                else ""
-            )
-            + f"; {r['durations']['source']})"
+                else []
+            ),
+        ]
+        return "\n".join(
+            [
+                f"  expected duration: about {r['expectedMinutes']:g} min, a model ({r['durations']['source']}):",
+                "    the control plane, the add-ons, then the slowest group at "
+                f"{r['durations']['nodeRoll']['minutes']:g} min a node",
+                *([f"    counted: {', '.join(counted)}"] if counted else []),
+            ]
         )
     if r["nodeGroups"]:
         return "  expected duration: no roll (labels and taints change on the running nodes)"

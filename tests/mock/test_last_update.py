@@ -571,7 +571,7 @@ def test_a_control_plane_eks_moved_itself_is_checked_from_the_minor_it_runs_and_
     assert program.error is None and program.registrations
     (summary,) = program.warnings
     assert f"nodeGroups.cpu rolls: Kubernetes {recorded} -> {NOW}" in summary, summary
-    assert f"Kubernetes {recorded} -> {NOW}: the control plane already runs {NOW}; then vpc-cni" in summary
+    assert f"Kubernetes {recorded} -> {NOW}: the control plane already runs {NOW}; then\n    vpc-cni" in summary
     assert summary.endswith(
         f"The control plane already runs {NOW}, past the {recorded} the last finished update recorded: an earlier "
         "`pulumi up` that failed moved it, or EKS did (it upgrades a cluster itself at the end of standard or extended "

@@ -106,8 +106,8 @@ def test_one_minor_up_rolls_every_group_and_names_the_jobs_it_stops() -> None:
     assert gpu.minutes == 2 * 20.0 and system.minutes == 4.0 + 3 * 20.0
     assert u.minutes == 10.0 + 1.0 + 4.0 + 3 * 20.0
     assert "  systemNodeGroup rolls: Kubernetes 1.35 -> 1.36 " in (text := render_upgrade(upgrade_report(u)))
-    assert "; up to 3 node(s), updateStrategy" in text and "; up to 2 node(s), updateStrategy" in text, text
-    assert "the slowest group at 20 min a node, an autoscaled group at its maxSize, 4 more" in text, text
+    assert "\n    up to 3 node(s), updateStrategy" in text and "\n    up to 2 node(s), updateStrategy" in text, text
+    assert "group at 20 min a node\n    counted: an autoscaled group at its maxSize, 4 min more" in text, text
 
 
 def test_the_expected_duration_counts_defaults_first_new_nodes_only_where_the_slowest_group_takes_them() -> None:
@@ -118,12 +118,13 @@ def test_the_expected_duration_counts_defaults_first_new_nodes_only_where_the_sl
     new = copy.deepcopy(old)
     new[P + "nodeGroups"]["gpu"]["diskSizeGib"] += 100
     alone = render_upgrade(upgrade_report(compare(plan_of("p5", old), plan_of("p5", new))))
-    assert "  expected duration: about 40 min (a model" in alone and "DEFAULT's first new nodes" not in alone, alone
+    assert "  expected duration: about 40 min, a model" in alone and "DEFAULT's first new nodes" not in alone, alone
     minor = compare(
         plan_of("p5", variant("p5", kubernetesVersion="1.35")), plan_of("p5", variant("p5", kubernetesVersion="1.36"))
     )
     text = render_upgrade(upgrade_report(minor))
-    assert "about 75 min" in text and "its maxSize, 4 more for DEFAULT's first new nodes;" in text, text
+    counted = "\n    counted: an autoscaled group at its maxSize, 4 min more for DEFAULT's first new nodes\n"
+    assert "about 75 min" in text and counted in text, text
 
 
 def _moved(stack: str, only: str = "", **job_changes: Any) -> dict[str, Any]:
@@ -1558,7 +1559,7 @@ def test_a_groups_new_labels_update_it_in_place_and_its_jobs_wait_for_them() -> 
     assert [(g.path, g.action, g.reasons) for g in u.groups] == [("nodeGroups.cpu", "update", ("labels",))]
     assert [(r.name, r.action, r.reasons) for r in u.runs] == [("train", "restarts", ("nodeGroup",))]
     text = render_upgrade(upgrade_report(u))
-    assert "  nodeGroups.cpu is updated in place, no roll: labels; up to 2 node(s)\n" in text, text
+    assert "  nodeGroups.cpu is updated in place, no roll: labels\n    up to 2 node(s)\n" in text, text
     assert "  expected duration: no roll (labels and taints change on the running nodes)" in text, text
 
 
@@ -1584,7 +1585,7 @@ def test_a_group_the_stack_file_gains_is_created_and_counted_in_the_duration() -
     assert [(g.path, g.action) for g in u.groups] == [("nodeGroups.big", "add")]
     assert u.minutes == CREATION["aws:eks/nodeGroup:NodeGroup"].minutes > 0
     text = render_upgrade(upgrade_report(u))
-    assert "  nodeGroups.big is created: a new group; 1 node(s)\n" in text, text
+    assert "  nodeGroups.big is created: a new group\n    1 node(s)\n" in text, text
     assert "node groups: none rolls" not in text and "no control plane, add-on or node group update" not in text
 
 
@@ -1896,7 +1897,7 @@ def test_a_group_that_goes_keeps_the_modelled_duration_line() -> None:
     old_cfg[P + "nodeGroups"]["extra"] = {**old_cfg[P + "nodeGroups"]["cpu"]}
     text = render_upgrade(upgrade_report(compare(plan_of("dev", old_cfg), plan_of("dev", preset("dev")))))
     assert "  nodeGroups.extra goes: removed from the stack file" in text
-    assert "  expected duration: about 0 min (a model" in text
+    assert "  expected duration: about 0 min, a model" in text
 
 
 @pytest.mark.parametrize("own", [False, True])
