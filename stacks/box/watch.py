@@ -19,7 +19,7 @@ from urllib.parse import quote, urlencode
 
 from typing_extensions import Self
 
-from stacks.box.cluster import Api, BoxError
+from stacks.box.api import Api, BoxError
 
 
 class Watch:
