@@ -9,7 +9,7 @@ from typing import Any, Optional
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, NODE_ROLL, NODE_SURGE
 from stacks.config import ConfigError
 from stacks.plan import Plan
-from stacks.plan.group_changes import JobStop
+from stacks.plan.job_stops import JobStop
 from stacks.plan.minors import unpinned_note
 from stacks.plan.old_config import plan_old
 from stacks.plan.upgrade import Upgrade, compare
