@@ -23,7 +23,7 @@ class BoxError(Exception):
     """The box could not be brought up, or a kubectl call failed (the message says which and why)."""
 
 
-class _NotRead(Exception):
+class NotRead(Exception):
     """A ``get`` argument :class:`Api` does not read (kubectl reads it instead)."""
 
 
@@ -154,14 +154,14 @@ class Api:
             elif a in ("-l", "--selector") and rest:
                 selector = rest.pop(0)
             elif a.startswith("-") or (resource and name is not None):
-                raise _NotRead(a)
+                raise NotRead(a)
             elif not resource:
                 resource, _, slash_name = a.partition("/")
                 name = slash_name or None
             else:
                 name = a
         if not resource or (name is not None and all_namespaces):
-            raise _NotRead(" ".join(args))
+            raise NotRead(" ".join(args))
         base, plural, kind, namespaced = self.resolve(resource)
         path = base + (f"/namespaces/{quote(namespace)}" if namespaced and not all_namespaces else "") + f"/{plural}"
         if name is not None:

@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 from urllib.parse import quote
 
 from stacks.box import build as box_build
-from stacks.box.api import Api, BoxError, _NotRead
+from stacks.box.api import Api, BoxError, NotRead
 from stacks.box.build import SUFFIXES
 from stacks.yaml_text import dump_yaml_documents
 
@@ -456,7 +456,7 @@ class Box:
         kubectl itself."""
         try:
             return self.api.get(*args)
-        except _NotRead:
+        except NotRead:
             return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
 
     def exists(self, *args: str) -> bool:
