@@ -211,7 +211,9 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
             + (f", updateStrategy {g['updateStrategy']}, {_eks_strategy(g)}" if g["action"] == "roll" else "")
         )
         for j in g["jobs"]:
-            lines.append(f"    job {j['name']}: {j['what']}")
+            first, *rest = _clauses(j["what"])
+            lines.append(f"    job {j['name']}: {first}")
+            lines.extend(f"      {c}" for c in rest)
         if g["action"] == "update":
             lines.append(
                 "    EKS applies them to its nodes; a job replaced for them (below) waits for that before it starts"
@@ -219,6 +221,20 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
         elif not g["jobs"] and g["action"] != "add":
             lines.append("    no job of this stack file on it")
     return lines
+
+
+def _clauses(text: str) -> list[str]:
+    """``text``'s clauses, one a line: split at each ``"; "`` outside parentheses and backquotes."""
+    out, depth, quoted, start = [], 0, False, 0
+    for i, c in enumerate(text):
+        if c == "`":
+            quoted = not quoted
+        elif not quoted and c in "()":
+            depth += 1 if c == "(" else -1
+        elif c == ";" and not quoted and depth == 0 and text.startswith("; ", i):
+            out.append(text[start:i])
+            start = i + 2
+    return [*out, text[start:]]
 
 
 def _duration_line(r: dict[str, Any]) -> str:

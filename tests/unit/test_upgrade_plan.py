@@ -1572,7 +1572,7 @@ def test_a_job_replaced_with_its_group_is_said_to_go_first() -> None:
     (group,) = u.groups
     assert group.action == "replace" and [(j.name, j.replaced) for j in group.jobs] == [("train", "Job")]
     text = render_upgrade(upgrade_report(u))
-    assert "    job train: its Job is replaced earlier in this update (below); new pods that start on the old " in text
+    assert "    job train: its Job is replaced earlier in this update (below)\n      new pods that start on" in text
     assert "  job train: nodeGroup (or that group's labels, taints or zone) changed: its Job is replaced" in text
 
 
@@ -2031,3 +2031,11 @@ def test_a_pinned_capacity_block_groups_template_change_is_refused_for_when_it_a
         "EKS would then move its nodes to its newest release for 1.36 (on its Capacity Block, once the group is at 0 "
         "nodes: while the block is active it keeps the change for later), and refuse every later `pulumi up`"
     ) in problem, problem
+
+
+def test_a_job_lines_clauses_go_one_a_line_but_not_inside_parentheses_or_backquotes() -> None:
+    from stacks.plan.upgrade_text import _clauses
+
+    text = "keeps 2 (a; b) pods; it first marks `a; b` nodes; run `pulumi up --refresh`"
+    assert _clauses(text) == ["keeps 2 (a; b) pods", "it first marks `a; b` nodes", "run `pulumi up --refresh`"]
+    assert _clauses("one clause") == ["one clause"]
