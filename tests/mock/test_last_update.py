@@ -520,7 +520,7 @@ def cluster_runs(monkeypatch):
 
     def runs(minor: str) -> dict[str, Any]:
         monkeypatch.setattr(preflight_cluster, "running_cluster", lambda plan, session=None: ((minor, "ACTIVE"), None))
-        monkeypatch.setattr(preflight, "check", lambda plan, zones, session=None, previous=None, recorded=None: [])
+        monkeypatch.setattr(preflight, "check", lambda plan, zones, session=None, previous=None: [])
         return {**pinned(), P + "preflight": {"enabled": True}}
 
     return runs
@@ -529,24 +529,18 @@ def cluster_runs(monkeypatch):
 def test_preflight_gets_the_recorded_plan_whose_replaced_group_runs_until_the_end(
     last_outputs, cluster_runs, monkeypatch
 ) -> None:
-    """``pulumi up`` hands preflight the plan of the configuration the last update recorded, and what it recorded it
-    installed: the vCPU quotas count the nodes of a group the update replaces, which run until its end, and a roll's
-    extra nodes (:func:`stacks.plan.checklist.quota_needs`). The summary says both groups run."""
+    """``pulumi up`` hands preflight the plan of the configuration the last update recorded: the vCPU quotas count the
+    nodes of a group the update replaces, which run until its end (:func:`stacks.plan.checklist.quota_needs`). The
+    summary says both groups run."""
     last_outputs[last_update.CONFIG_OUTPUT] = deployed()
-    record = {"nodeGroups.cpu.launchTemplate": "0123456789abcdef"}
-    last_outputs[last_update.VERSIONS_OUTPUT] = record
     config = cluster_runs(NOW)
     config[P + "nodeGroups"]["cpu"]["instanceTypes"] = ["c5.4xlarge"]
     seen: list[Any] = []
-
-    def check(plan: Any, zones: Any, session: Any = None, previous: Any = None, recorded: Any = None) -> None:
-        seen.append((previous, recorded))
-
-    monkeypatch.setattr(preflight, "check", check)
+    monkeypatch.setattr(preflight, "check", lambda plan, zones, session=None, previous=None: seen.append(previous))
     program = run_program("dev", config=config, fresh=True)
     assert program.error is None and program.registrations
-    ((previous, recorded),) = seen
-    assert previous.groups["cpu"].instance_types == ["m5.xlarge"] and recorded == record
+    (previous,) = seen
+    assert previous.groups["cpu"].instance_types == ["m5.xlarge"]
     (summary,) = program.warnings
     assert "nodeGroups.cpu is replaced (a new group, then the old one deleted)" in summary, summary
     assert "\n  note: nodeGroups.cpu: the new group's nodes start beside the old group's" in summary, summary
