@@ -11,7 +11,7 @@ import pulumi
 from stacks.config import ConfigError, all_config, load_config
 from stacks.environment import available_zones, build_environment, region_zones, resolve_zones
 from stacks.jobs_only import build_jobs_only
-from stacks.last_update import PREFLIGHT_OFF, announce_upgrade, read_last_update, recorded_versions, refuse_new_region
+from stacks.last_update import PREFLIGHT_OFF, announce_upgrade, read_last_update, refuse_new_region
 from stacks.outputs import export_outputs
 from stacks.plan import build_plan
 from stacks.plan.admission import topology_region_problems
@@ -45,8 +45,8 @@ else:
     zones = resolve_zones(config, available) if available is not None else None
     if config.preflight.enabled:
         # raises PreflightError (quota, zone, reservation, EFA): nothing registered; the vCPU quotas count the last
-        # update's groups that run until the end of this one, and the extra nodes of this one's rolls
-        check(plan, zones, previous=previous, recorded=recorded_versions(last))
+        # update's groups that run until the end of this one
+        check(plan, zones, previous=previous)
     environment = build_environment(plan, zones)
     environment.workloads = build_workloads(environment)
     outputs = export_outputs(environment, settings)

@@ -163,12 +163,6 @@ class LastUpdate:
     unreadable: Optional[Exception] = None
 
 
-def recorded_versions(last: LastUpdate) -> Optional[Mapping[str, object]]:
-    """What the last update recorded it installed (:data:`VERSIONS_OUTPUT`), where it is a mapping."""
-    versions = last.outputs.get(VERSIONS_OUTPUT)
-    return versions if isinstance(versions, Mapping) else None
-
-
 def read_last_update() -> LastUpdate:
     """The stack's last update, read once before anything is registered (an unreadable one is not an error here:
     :func:`announce_upgrade` says so)."""

@@ -3,7 +3,7 @@ call): the config key each question is about, the vCPUs each quota must cover. `
 list offline and the preflight checks read the same derivations, so both tools depend on this core module rather than
 on each other."""
 
-from typing import Mapping, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 from components.catalog import (
     EKS_GROUPS_PER_CLUSTER_QUOTA,
@@ -41,15 +41,12 @@ class QuotaPart(NamedTuple):
     """The nodes a roll under EKS's ``DEFAULT`` launches beyond the group's size (:func:`rolling_surges`)."""
 
 
-def quota_needs(
-    plan: Plan, previous: Optional[Plan] = None, recorded: Optional[Mapping[str, object]] = None
-) -> dict[tuple[str, str], list[QuotaPart]]:
+def quota_needs(plan: Plan, previous: Optional[Plan] = None) -> dict[tuple[str, str], list[QuotaPart]]:
     """The vCPUs each quota must cover (pure: no AWS): (class, market) -> one part per group, from ``maxSize`` x the
     vCPUs of the group's largest type of that class; Capacity Blocks are not counted. ``previous``: the last update's
     plan (``pulumi up``), whose replaced and removed groups run until the end of the update
     (:func:`~stacks.plan.group_changes.outgoing_groups`): their nodes count too, in a quota this plan needs (in
-    another, they already run within it), and the extra nodes of the groups the update rolls under EKS's ``DEFAULT``
-    strategy (:func:`rolling_surges`; ``recorded``: the last update's record of what it installed)."""
+    another, they already run within it)."""
     needs: dict[tuple[str, str], list[QuotaPart]] = {}
     for g in plan.all_groups:
         for quota, facts in _largest_per_quota(g).items():
@@ -67,7 +64,7 @@ def quota_needs(
             )
             # keyed as this plan's largest part of the quota: the finding stays on a key the stack file has
             needs[quota].append(QuotaPart(vcpus, max(needs[quota], key=lambda p: p.vcpus).key, desc, outgoing=True))
-    for g, extra in rolling_surges(previous, plan, recorded) if previous is not None else []:
+    for g, extra in rolling_surges(previous, plan) if previous is not None else []:
         for quota, facts in _largest_per_quota(g).items():
             desc = (
                 f"{g.path}'s roll under EKS's DEFAULT strategy, which first launches up to {extra} node(s) beyond its "
@@ -77,18 +74,16 @@ def quota_needs(
     return needs
 
 
-def rolling_surges(
-    previous: Plan, plan: Plan, recorded: Optional[Mapping[str, object]] = None
-) -> list[tuple[NodeGroupPlan, int]]:
+def rolling_surges(previous: Plan, plan: Plan) -> list[tuple[NodeGroupPlan, int]]:
     """The groups this update rolls under EKS's ``DEFAULT`` strategy (:func:`~stacks.plan.group_changes.group_change`,
-    from the configurations and what the last update ``recorded``), each with the most nodes the roll launches
-    beyond its size: a number per zone of the group (source key ``eks-managed-node-update``)."""
+    from the configurations), each with the most nodes the roll launches beyond its size: a number per zone of the
+    group (source key ``eks-managed-node-update``)."""
     old = {g.name: g for g in previous.all_groups}
     out = []
     for g in plan.all_groups:
         if g.name not in old:
             continue
-        change, _notes = group_change(previous, plan, old[g.name], g, recorded)
+        change, _notes = group_change(previous, plan, old[g.name], g)
         if change is not None and change.action == "roll" and change.node_update.surge:
             out.append((g, change.node_update.surge_per_zone * _zones(plan, g)))
     return out

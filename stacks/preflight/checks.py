@@ -2,7 +2,7 @@
 
 import os
 import re
-from typing import Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
 import boto3
 
@@ -45,7 +45,6 @@ def run_preflight(
     session: Optional[boto3.session.Session] = None,
     client: Optional[AwsClient] = None,
     previous: Optional[Plan] = None,
-    recorded: Optional[Mapping[str, object]] = None,
 ) -> list[Finding]:
     """Run every check and return all findings, passed and failed; AWS is asked through ``client``, else ``session``,
     else the stack's own credentials (:func:`stack_client`).
@@ -53,9 +52,7 @@ def run_preflight(
     ``zones`` are the zones of the new VPC (``None``: resolved from the region for a new VPC, or looked
     up from ``existingVpc.privateSubnetIds`` for an existing VPC). The region is the stack's ``aws:region``.
     ``previous`` is the last update's plan, where ``pulumi up`` read it: the vCPU quotas count its groups that run
-    until the end of the update, and the extra nodes of the groups it rolls (:func:`~stacks.plan.checklist.quota_needs`;
-    ``recorded``: what the last update recorded it installed, whose changes roll groups too). AWS errors become failed
-    findings.
+    until the end of the update (:func:`~stacks.plan.checklist.quota_needs`). AWS errors become failed findings.
     """
     findings = [aws_cli_finding(os.environ.get("PATH", ""), program_bin())]
     if plan.config.cluster.stack_reference is not None:
@@ -77,7 +74,7 @@ def run_preflight(
         _check_efa(g, plan, aws, findings)
     for g in plan.groups.values():
         _check_reservation(g, group_zones[g.path], vpc_zones, aws, findings)
-    _check_quotas(plan, aws, findings, previous, recorded)
+    _check_quotas(plan, aws, findings, previous)
     check_node_group_quotas(plan, aws, findings)
     check_addons(plan, aws, findings)
     _check_admin_roles(plan, aws, findings)
@@ -112,14 +109,13 @@ def check(
     zones: Optional[Sequence[Zone]],
     session: Optional[boto3.session.Session] = None,
     previous: Optional[Plan] = None,
-    recorded: Optional[Mapping[str, object]] = None,
 ) -> list[Finding]:
     """Run the preflight checks; raise :class:`PreflightError` when any fails, else return the findings.
 
     The program calls this before registering any resource when ``preflight.enabled`` is true, with the last update's
-    plan as ``previous`` and its record of what it installed as ``recorded`` where it has them (:func:`run_preflight`).
+    plan as ``previous`` where it has one (:func:`run_preflight`).
     """
-    findings = run_preflight(plan, zones, session, previous=previous, recorded=recorded)
+    findings = run_preflight(plan, zones, session, previous=previous)
     if any(not f.ok for f in findings):
         raise PreflightError(findings)
     return findings
@@ -476,16 +472,10 @@ def _check_reservation(
         findings.append(Finding(True, k, f"{rid}: active {kind} for {total} x {itype} in {zone}{end}"))
 
 
-def _check_quotas(
-    plan: Plan,
-    aws: AwsClient,
-    findings: list[Finding],
-    previous: Optional[Plan] = None,
-    recorded: Optional[Mapping[str, object]] = None,
-) -> None:
+def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding], previous: Optional[Plan] = None) -> None:
     """Check 2: vCPU quota per class and market covers the sum of maxSize x vCPUs, the nodes of the last update's
     groups that run until the end of this one (``previous``) and the extra nodes of its rolls under ``DEFAULT``."""
-    for (cls, market), parts in sorted(quota_needs(plan, previous, recorded).items()):
+    for (cls, market), parts in sorted(quota_needs(plan, previous).items()):
         codes = VCPU_QUOTAS.get(cls)
         if codes is None:  # pragma: no cover - quota_class only returns known classes
             continue

@@ -2060,14 +2060,3 @@ def test_a_roll_under_default_counts_its_extra_nodes_in_the_quota_and_a_roll_und
     needs = quota_needs(p5["1.36"], p5["1.35"])
     assert not any(p.surge for p in needs[("P", "On-Demand")])
     assert [p.how.split("'s roll")[0] for p in needs[("Standard", "On-Demand")] if p.surge] == ["systemNodeGroup"]
-
-
-def test_a_roll_this_version_brings_counts_its_extra_nodes_too() -> None:
-    """A launch template digest the last update recorded and this version no longer makes rolls the group: its
-    extra nodes count in the quota as a stack file's roll does; the same record counts nothing more."""
-    plan = plan_of("dev", preset("dev"))
-    now = template_digests(plan)
-    older = {**now, "nodeGroups.cpu.launchTemplate": "0123456789abcdef"}
-    assert not any(p.surge for p in quota_needs(plan, plan, now)[("Standard", "On-Demand")])
-    (surge,) = [p for p in quota_needs(plan, plan, older)[("Standard", "On-Demand")] if p.surge]
-    assert (surge.vcpus, surge.key) == (16, P + "nodeGroups.cpu.maxSize")
