@@ -17,7 +17,7 @@ from components.catalog.addons import addon_version_for
 from stacks.config import key
 from stacks.config.addons import AddonNeed, addon_needs, by_addon
 from stacks.plan import NodeGroupPlan, Plan
-from stacks.plan.group_changes import group_change, outgoing_groups
+from stacks.plan.group_changes import outgoing_groups
 from stacks.plan.minors import VERSION_KEY
 from stacks.zones import MIN_CONTROL_PLANE_ZONES
 
@@ -37,8 +37,6 @@ class QuotaPart(NamedTuple):
     """How the share is counted, in words."""
     outgoing: bool = False
     """The share of a last update's group that runs until the end of this one (:func:`quota_needs`)."""
-    surge: bool = False
-    """The nodes a roll under EKS's ``DEFAULT`` launches beyond the group's size (:func:`rolling_surges`)."""
 
 
 def quota_needs(plan: Plan, previous: Optional[Plan] = None) -> dict[tuple[str, str], list[QuotaPart]]:
@@ -64,37 +62,7 @@ def quota_needs(plan: Plan, previous: Optional[Plan] = None) -> dict[tuple[str, 
             )
             # keyed as this plan's largest part of the quota: the finding stays on a key the stack file has
             needs[quota].append(QuotaPart(vcpus, max(needs[quota], key=lambda p: p.vcpus).key, desc, outgoing=True))
-    for g, extra in rolling_surges(previous, plan) if previous is not None else []:
-        for quota, facts in _largest_per_quota(g).items():
-            desc = (
-                f"{g.path}'s roll under EKS's DEFAULT strategy, which first launches up to {extra} node(s) beyond its "
-                f"size: {extra} x {facts.name} ({facts.vcpus} vCPUs) = {extra * facts.vcpus}"
-            )
-            needs[quota].append(QuotaPart(extra * facts.vcpus, key(f"{g.path}.maxSize"), desc, surge=True))
     return needs
-
-
-def rolling_surges(previous: Plan, plan: Plan) -> list[tuple[NodeGroupPlan, int]]:
-    """The groups this update rolls under EKS's ``DEFAULT`` strategy (:func:`~stacks.plan.group_changes.group_change`,
-    from the configurations), each with the most nodes the roll launches beyond its size: a number per zone of the
-    group (source key ``eks-managed-node-update``)."""
-    old = {g.name: g for g in previous.all_groups}
-    out = []
-    for g in plan.all_groups:
-        if g.name not in old:
-            continue
-        change, _notes = group_change(previous, plan, old[g.name], g)
-        if change is not None and change.action == "roll" and change.node_update.surge:
-            out.append((g, change.node_update.surge_per_zone * _zones(plan, g)))
-    return out
-
-
-def _zones(plan: Plan, g: NodeGroupPlan) -> int:
-    """The zones a group's nodes run in: one where it is pinned, else every private subnet's."""
-    if g.single_zone:
-        return 1
-    network, existing = plan.config.network, plan.config.existing_vpc
-    return network.zone_count if network is not None else len(existing.private_subnet_ids) if existing else 1
 
 
 def _largest_per_quota(g: NodeGroupPlan) -> dict[tuple[str, str], InstanceType]:

@@ -473,8 +473,8 @@ def _check_reservation(
 
 
 def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding], previous: Optional[Plan] = None) -> None:
-    """Check 2: vCPU quota per class and market covers the sum of maxSize x vCPUs, the nodes of the last update's
-    groups that run until the end of this one (``previous``) and the extra nodes of its rolls under ``DEFAULT``."""
+    """Check 2: vCPU quota per class and market covers the sum of maxSize x vCPUs, and the nodes of the last update's
+    groups that run until the end of this one (``previous``)."""
     for (cls, market), parts in sorted(quota_needs(plan, previous).items()):
         codes = VCPU_QUOTAS.get(cls)
         if codes is None:  # pragma: no cover - quota_class only returns known classes
@@ -513,12 +513,6 @@ def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding], previous:
                         "; a replaced or removed group's nodes run until the end of the update: to never run both, "
                         "remove the old group in one `pulumi up` and add the new one in the next"
                         if any(p.outgoing for p in parts)
-                        else ""
-                    )
-                    + (
-                        "; a roll under EKS's DEFAULT strategy launches its extra nodes before it drains any: they "
-                        "run only while it rolls, but without room for them its new nodes cannot launch"
-                        if any(p.surge for p in parts)
                         else ""
                     )
                     + ")",

@@ -570,26 +570,6 @@ def test_a_replaced_groups_old_nodes_count_until_the_end_of_the_update(seeded: s
     ) in fail.message
 
 
-def test_a_roll_under_default_counts_its_extra_nodes_until_it_ends(seeded: sup.SeededMoto) -> None:
-    """A minor move rolls both groups under EKS's DEFAULT strategy, which first launches up to two nodes per zone
-    beyond each group's size (source key ``eks-managed-node-update``): 2 zones, so 4 x m5.large and 4 x m5.xlarge
-    beside the maxSizes' 3 x m5.large and 2 x m5.xlarge. Without the last update's plan, the maxSizes only."""
-    seeded.seed_quota(STD_OD, 20)
-    cpu = {"cpu": group(["m5.xlarge"], 2)}
-    old = load(stack(cpu, cluster={"kubernetesVersion": "1.35"}))
-    new = load(stack(cpu, cluster={"kubernetesVersion": "1.36"}))
-    assert one(run_preflight(new, ZONES, session()), "eks-training:nodeGroups.cpu.maxSize").ok
-
-    [fail] = failures(run_preflight(new, ZONES, session(), previous=old))
-    assert "L-1216C47A" in fail.message and "the stack needs up to 38 vCPUs" in fail.message, fail.message
-    assert (
-        "nodeGroups.cpu's roll under EKS's DEFAULT strategy, which first launches up to 4 node(s) beyond its size: "
-        "4 x m5.xlarge (4 vCPUs) = 16"
-    ) in fail.message
-    assert "--desired-value 38 " in fail.message
-    assert "they run only while it rolls, but without room for them its new nodes cannot launch)" in fail.message
-
-
 def test_spot_counts_against_the_spot_code_and_capacity_blocks_not_at_all(seeded: sup.SeededMoto) -> None:
     seeded.seed_quota(P_OD, 96)
     seeded.seed_quota(P_SPOT, 500, name="All P Spot Instance Requests")

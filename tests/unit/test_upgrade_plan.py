@@ -2039,24 +2039,3 @@ def test_a_job_lines_clauses_go_one_a_line_but_not_inside_parentheses_or_backquo
     text = "keeps 2 (a; b) pods; it first marks `a; b` nodes; run `pulumi up --refresh`"
     assert _clauses(text) == ["keeps 2 (a; b) pods", "it first marks `a; b` nodes", "run `pulumi up --refresh`"]
     assert _clauses("one clause") == ["one clause"]
-
-
-def test_a_roll_under_default_counts_its_extra_nodes_in_the_quota_and_a_roll_under_minimal_does_not() -> None:
-    """EKS's DEFAULT update first raises the group's size by up to two nodes per zone (source key
-    ``eks-managed-node-update``): on dev's minor move, the system group (2 x m5.large, 2 zones) and the cpu group
-    (m5.xlarge) add 4 nodes each to the Standard quota. p5's GPU group rolls under MINIMAL (its placement group):
-    nothing more; its system group does. Without a change, or without the last update's plan, nothing is added."""
-    dev = {v: plan_of("dev", variant("dev", kubernetesVersion=v)) for v in ("1.35", "1.36")}
-    parts = quota_needs(dev["1.36"], dev["1.35"])[("Standard", "On-Demand")]
-    surges = [(p.vcpus, p.key, p.surge) for p in parts if p.surge]
-    assert surges == [(8, P + "systemNodeGroup.maxSize", True), (16, P + "nodeGroups.cpu.maxSize", True)], parts
-    assert parts[-1].how == (
-        "nodeGroups.cpu's roll under EKS's DEFAULT strategy, which first launches up to 4 node(s) beyond its size: "
-        "4 x m5.xlarge (4 vCPUs) = 16"
-    )
-    assert not any(p.surge for ps in quota_needs(dev["1.36"], dev["1.36"]).values() for p in ps)
-    assert quota_needs(dev["1.36"]) == quota_needs(dev["1.36"], dev["1.36"])
-    p5 = {v: plan_of("p5", variant("p5", kubernetesVersion=v)) for v in ("1.35", "1.36")}
-    needs = quota_needs(p5["1.36"], p5["1.35"])
-    assert not any(p.surge for p in needs[("P", "On-Demand")])
-    assert [p.how.split("'s roll")[0] for p in needs[("Standard", "On-Demand")] if p.surge] == ["systemNodeGroup"]
