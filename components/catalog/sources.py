@@ -1031,7 +1031,9 @@ SOURCES: Mapping[str, Source] = {
     "eks-managed-node-update": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html",
         shows="a managed node group update: setup (a new launch template version, maxUnavailable from updateConfig), "
-        "scale up (new nodes in every Availability Zone, labelled eks.amazonaws.com/nodegroup=$nodeGroupName; then "
+        "scale up (the Auto Scaling group's maximum and desired sizes raised by the larger of up to twice its "
+        "Availability Zones and maxUnavailable, up to two instances per zone; new nodes in every zone, labelled "
+        "eks.amazonaws.com/nodegroup=$nodeGroupName; then "
         "it marks nodes as unschedulable to avoid scheduling new Pods), upgrade (up to maxUnavailable nodes "
         "drained at once with the eviction API; a pod that cannot be evicted within 15 minutes fails the update "
         "with PodEvictionFailure unless the update is forced, which deletes the pods), scale down; with the minimal "

@@ -5,7 +5,7 @@ alone, one added or deleted, with the notes a roll or new sizes need, and the jo
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, NamedTuple, Optional
 
 from components.catalog.platform import NODE_UPDATE_STRATEGIES, NodeUpdateStrategy
 from components.catalog.timings import CREATION
@@ -16,6 +16,29 @@ from stacks.plan.admission import autoscales
 from stacks.plan.job_stops import JobStop, job_stops
 from stacks.plan.nodes import recorded_release
 from stacks.plan.templates import recorded_digest, template_digest
+
+
+class RollSurge(NamedTuple):
+    """The most nodes a ``DEFAULT`` roll launches beyond a group's size (source key ``eks-managed-node-update``)."""
+
+    per_zone: int
+    zones: Optional[int]
+    """The zones of the group's nodes; ``None`` where offline cannot tell (an existing VPC's subnets)."""
+    instance_type: str
+    """The group's type with the most vCPUs."""
+    vcpus: int
+
+
+def roll_surge(plan: Plan, g: NodeGroupPlan) -> Optional[RollSurge]:
+    """What a roll of ``g`` (in ``plan``) under its EKS strategy launches beyond its size: ``None`` under ``MINIMAL``.
+    Its zones: one where it is pinned, else the new VPC's (an upper bound for the system group, whose subnets are the
+    control plane's)."""
+    if not g.node_update.surge:
+        return None
+    network = plan.config.network
+    zones = 1 if g.single_zone else network.zone_count if network is not None else None
+    largest = max(g.types, key=lambda t: t.vcpus)
+    return RollSurge(g.node_update.surge_per_zone, zones, largest.name, largest.vcpus)
 
 
 @dataclass(frozen=True)
@@ -40,6 +63,8 @@ class GroupChange:
     """How EKS rolls the nodes (``updateConfig.updateStrategy`` of the new configuration)."""
     no_surge: Optional[str] = None
     """Why the group has no room for an extra node (the reason for ``MINIMAL``), ``None`` for ``DEFAULT``."""
+    surge: Optional[RollSurge] = None
+    """The nodes a roll under ``DEFAULT`` launches beyond the group's size first; ``None`` for other changes."""
 
     @property
     def minutes(self) -> float:
@@ -361,6 +386,7 @@ def _rolled_group(
         node_update=rolls_under,
         no_surge=was.no_surge.why if was.no_surge is not None else None,
         up_to=autoscales(old_plan, was),
+        surge=roll_surge(old_plan, was) if rolls_under.surge else None,
     )
 
 

@@ -41,6 +41,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
                 "maybe": g.maybe,
                 "updateStrategy": g.strategy,
                 "eksUpdateStrategy": {"name": g.node_update.name, "why": g.no_surge},
+                "surge": g.surge._asdict() if g.surge is not None else None,
                 "minutes": g.minutes,
                 "jobs": [
                     {"name": j.name, "pods": j.pods, "keeps": j.keeps, "strategy": j.strategy, "what": _stop_text(j)}
@@ -210,6 +211,8 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
             f"    {'up to ' if g['upTo'] else ''}{g['nodes']} node(s)"
             + (f", updateStrategy {g['updateStrategy']}, {_eks_strategy(g)}" if g["action"] == "roll" else "")
         )
+        if g["action"] == "roll" and g.get("surge"):
+            lines.append(_surge_line(g["surge"]))
         for j in g["jobs"]:
             first, *rest = _clauses(j["what"])
             lines.append(f"    job {j['name']}: {first}")
@@ -221,6 +224,17 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
         elif not g["jobs"] and g["action"] != "add":
             lines.append("    no job of this stack file on it")
     return lines
+
+
+def _surge_line(s: dict[str, Any]) -> str:
+    """The room a ``DEFAULT`` roll needs beyond the group's size (:class:`~stacks.plan.group_changes.RollSurge`)."""
+    each = f"{s['instance_type']}, {s['vcpus']} vCPUs each"
+    if s["zones"] is None:
+        more = f"up to {s['per_zone']} more node(s) per zone of its subnets ({each})"
+    else:
+        n = s["per_zone"] * s["zones"]
+        more = f"up to {n} more node(s) ({n} x {s['instance_type']}, {n * s['vcpus']} vCPUs)"
+    return f"    it first launches {more}: the EC2 vCPU quota needs room for them"
 
 
 def _clauses(text: str) -> list[str]:

@@ -2039,3 +2039,32 @@ def test_a_job_lines_clauses_go_one_a_line_but_not_inside_parentheses_or_backquo
     text = "keeps 2 (a; b) pods; it first marks `a; b` nodes; run `pulumi up --refresh`"
     assert _clauses(text) == ["keeps 2 (a; b) pods", "it first marks `a; b` nodes", "run `pulumi up --refresh`"]
     assert _clauses("one clause") == ["one clause"]
+
+
+def test_a_roll_under_default_says_the_extra_nodes_it_launches_first() -> None:
+    """EKS's DEFAULT update first raises a group's size by up to two nodes per zone (source key
+    ``eks-managed-node-update``), which the vCPU quota must have room for: dev's two zones give 4 more nodes per group,
+    a group pinned to one zone 2; in an existing VPC the zones of its subnets are not known offline. p5's GPU group
+    rolls under MINIMAL: no extra node, no line."""
+    minor = {v: variant("dev", kubernetesVersion=v) for v in ("1.35", "1.36")}
+    text = render_upgrade(upgrade_report(compare(plan_of("dev", minor["1.35"]), plan_of("dev", minor["1.36"]))))
+    assert (
+        "\n    up to 2 node(s), updateStrategy rolling, EKS strategy DEFAULT (new nodes first)\n"
+        "    it first launches up to 4 more node(s) (4 x m5.xlarge, 16 vCPUs): the EC2 vCPU quota needs room for them\n"
+    ) in text, text
+    assert "it first launches up to 4 more node(s) (4 x m5.large, 8 vCPUs)" in text
+    for v in minor.values():
+        v[P + "nodeGroups"]["cpu"]["availabilityZone"] = "us-east-1a"
+        v[P + "network"] = {**v[P + "network"], "availabilityZones": ["us-east-1a", "us-east-1b"]}
+    pinned = render_upgrade(upgrade_report(compare(plan_of("dev", minor["1.35"]), plan_of("dev", minor["1.36"]))))
+    assert "it first launches up to 2 more node(s) (2 x m5.xlarge, 8 vCPUs)" in pinned, pinned
+    for v in minor.values():
+        v.pop(P + "network")
+        v[P + "nodeGroups"]["cpu"].pop("availabilityZone")
+        v[P + "existingVpc"] = _DEV_EXISTING
+    existing = render_upgrade(upgrade_report(compare(plan_of("dev", minor["1.35"]), plan_of("dev", minor["1.36"]))))
+    assert "it first launches up to 2 more node(s) per zone of its subnets (m5.xlarge, 4 vCPUs each)" in existing
+    p5 = compare(
+        plan_of("p5", variant("p5", kubernetesVersion="1.35")), plan_of("p5", variant("p5", kubernetesVersion="1.36"))
+    )
+    assert {g.path: g.surge is None for g in p5.groups} == {"systemNodeGroup": False, "nodeGroups.gpu": True}
