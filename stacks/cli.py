@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import importlib.util
 import os
 import sys
 from dataclasses import dataclass
@@ -189,7 +190,13 @@ OWN_PACKAGES = ("components", "stacks", "eks_training", "training", "provider")
 
 
 def missing_requirement(module: str) -> str:
-    """What to do when this Python lacks a module the commands import: the project's virtualenv was not used."""
+    """What to do when this Python lacks a package the commands import: in a clone, the project's virtualenv was not
+    used; installed, the library went in without its requirements."""
+    if __name__ != "stacks.cli":  # the installed library (eks_training.stacks.cli)
+        return (
+            f"{SCRIPT}: this Python ({sys.executable}) has no module {module!r}: install the library into it with its "
+            "requirements (`pip install` without `--no-deps`), or run the Python it was installed into"
+        )
     return (
         f"{PROG}: this Python ({sys.executable}) has no module {module!r}: run the commands with the project's "
         "virtualenv (`source .venv/bin/activate`, or `.venv/bin/python -m stacks ...`), or install the requirements "
@@ -206,8 +213,9 @@ def run_command(main: Callable[[], int]) -> NoReturn:
         code = main()
         sys.stdout.flush()
     except ModuleNotFoundError as missing:
-        if (missing.name or "").partition(".")[0] in OWN_PACKAGES:
-            raise  # this project's own module: a bug, not an install
+        top = (missing.name or "").partition(".")[0]
+        if not top or top in OWN_PACKAGES or importlib.util.find_spec(top) is not None:
+            raise  # this project's own module, or a part of a package this Python has: a bug, not a missing install
         sys.stderr.write(missing_requirement(missing.name or str(missing)) + "\n")
         sys.exit(EXIT_USAGE)
     except BrokenPipeError:

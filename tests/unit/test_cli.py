@@ -88,9 +88,19 @@ def test_a_python_without_the_requirements_says_what_to_run_not_a_traceback() ->
     assert "`source .venv/bin/activate`" in done.stderr and done.stdout == ""
 
 
-def test_a_missing_module_of_the_project_itself_is_a_bug_and_keeps_its_traceback() -> None:
+def test_the_installed_librarys_message_names_its_install_not_a_clones_virtualenv(monkeypatch) -> None:
+    monkeypatch.setattr(cli, "__name__", "eks_training.stacks.cli")  # as the installed package names it
+    said = cli.missing_requirement("pulumi")
+    assert said.startswith("eks-training: this Python") and "`pip install` without `--no-deps`" in said
+    assert ".venv" not in said and "requirements-dev.txt" not in said
+
+
+@pytest.mark.parametrize("name", ["stacks.nope", "yaml.nope"])
+def test_a_missing_module_of_the_project_or_of_a_package_it_has_is_a_bug_and_keeps_its_traceback(name: str) -> None:
+    """Only a package this Python lacks altogether is an install to fix; a missing part of one it has is not."""
+
     def main() -> int:
-        raise ModuleNotFoundError("No module named 'stacks.nope'", name="stacks.nope")
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
     with pytest.raises(ModuleNotFoundError):
         cli.run_command(main)

@@ -136,6 +136,8 @@ BY_NAME = {"import_module", "__import__", "run_module", "find_spec", "spec_from_
 COMPUTED = {
     ("stacks/cli.py", "self.module"): "Tool.module, the literals of TOOLS",
     ("components/lazy.py", "f'{package}.{where[name]}'"): "a submodule of the package's own __name__, installed or not",
+    # only asked whether it exists: a top-level package outside OWN_PACKAGES, named by a ModuleNotFoundError
+    ("stacks/cli.py", "top"): "a requirement a ModuleNotFoundError names (not an own module): asked only if it exists",
 }
 
 
