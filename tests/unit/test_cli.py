@@ -92,7 +92,7 @@ def test_the_installed_librarys_message_names_its_install_not_a_clones_virtualen
     monkeypatch.setattr(cli, "__name__", "eks_training.stacks.cli")  # as the installed package names it
     said = cli.missing_requirement("pulumi")
     assert said.startswith("eks-training: this Python") and "`pip install` without `--no-deps`" in said
-    assert ".venv" not in said and "requirements-dev.txt" not in said
+    assert "activate" not in said and "requirements-dev.txt" not in said
 
 
 @pytest.mark.parametrize("name", ["stacks.nope", "yaml.nope"])
