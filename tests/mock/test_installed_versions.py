@@ -12,8 +12,9 @@ import pytest
 from components.catalog.amis import RELEASE_VERSION_RE
 from components.catalog.charts import HELM_CHARTS, IMAGES, MANIFESTS
 from components.catalog.platform import EKS_ADDONS
-from stacks import last_update, mocked
+from stacks import last_update
 from stacks.config import ConfigError, load_config
+from stacks.mocked import account
 from stacks.plan import build_plan
 from stacks.plan.flavor_change import FLAVOR_SUFFIX
 from stacks.plan.installs import EKS_DEFAULT, installed_versions, render_moves, version_moves
@@ -148,7 +149,7 @@ def test_a_flavors_record_is_the_spec_the_cluster_holds_not_the_plans(monkeypatc
     (``pulumi up --target``) keeps its earlier spec, and so does the record: the next update compares with what
     Kueue holds, not with what this one planned."""
     earlier = {"nodeLabels": {"eks-training/node-group": "gpu", "team": "a"}, "topologyName": "aws-ec2"}
-    answer = mocked._kubernetes_object
+    answer = account._kubernetes_object
 
     def kept(name: str, inputs: dict[str, Any], out: dict[str, Any]) -> str:
         rid = answer(name, inputs, out)
@@ -156,7 +157,7 @@ def test_a_flavors_record_is_the_spec_the_cluster_holds_not_the_plans(monkeypatc
             out["spec"] = earlier
         return rid
 
-    monkeypatch.setattr(mocked, "_kubernetes_object", kept)
+    monkeypatch.setattr(account, "_kubernetes_object", kept)
     program = run_program("p4d", fresh=True)
     recorded = program.outputs[last_update.VERSIONS_OUTPUT]
     assert json.loads(recorded["nodeGroups.gpu" + FLAVOR_SUFFIX]) == earlier

@@ -1,55 +1,16 @@
-"""The Pulumi program evaluated offline, under Pulumi mocks that answer as a real account would.
-
-:func:`evaluate` runs a project's ``__main__.py`` for a stack's configuration with :class:`TrainingMocks` (realistic
-ids and outputs for the resources and invokes the program uses: the account ``123456789012``, its zones, node group
-names, the kubeconfig an EKS cluster returns, an image build's digest...) and :class:`RecordingMonitor`, which records
-every RegisterResource request as the engine would see it (:class:`Registration`: type, name, URN, parent,
-dependencies, inputs, options). Nothing talks to AWS or to a cluster.
-
-Its users: ``python -m stacks plan`` (the path to the first training step, modelled on what the program registers,
-:mod:`stacks.plan.timeline`), ``python -m stacks.rehearse`` (a stack's Kubernetes objects, as the program registers
-them, run on the cluster in a box, :mod:`stacks.box`), and the test harness (``tests/harness.py``), which asserts over
-everything every stack registers. In preview mode the mocks behave like the engine during ``pulumi preview``: a new
-resource's id and computed outputs are unknown (only its inputs come back).
-"""
+"""The mocked AWS account: :class:`TrainingMocks`' answers to the program's resources and invokes, and their tables."""
 
 import contextlib
 import hashlib
 import json
-import logging
-import os
-import runpy
-import sys
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Optional
+from typing import Any, Iterable, Iterator, Optional
 
-import pulumi
 from pulumi.runtime import mocks as pmocks
-from pulumi.runtime import resource as _sdk_resource
-from pulumi.runtime import rpc
-from pulumi.runtime.proto import source_pb2
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 
 from components.catalog.amis import release_version
 from components.catalog.platform import DEFAULT_KUBERNETES_VERSION
 from components.workloads.job_objects import JOB_OBJECTS
-from stacks.bundle import PREFIX, ROOT
-from stacks.config import NAMESPACE
-from stacks.config.namespaces import as_passed
-from stacks.stackfile import plan_stack, project_name, read_stack_config
 
-if TYPE_CHECKING:
-    from stacks.plan import Plan
-
-# The SDK walks the Python stack on every registration to send the engine the source position of the resource
-# (``_get_stack_trace``): a sixth of a program's evaluation time here, and nothing the mocks or the tests read.
-_sdk_resource._get_stack_trace = lambda: source_pb2.StackTrace()
-
-#: This repository, or the installed package's folder ``eks_training/`` (its ``__main__.py`` is the program).
-REPO = ROOT
-PROJECT = "eks-training"
 ACCOUNT = "123456789012"
 #: The outputs of the stacks a program may reference (``pulumi.StackReference``), by fully qualified name: a test
 #: puts there what the referenced stack's program exported.
@@ -77,7 +38,6 @@ def zones_of(region: str) -> tuple[list[str], list[str]]:
     return [f"{region}{c}" for c in "abc"], [f"{code}-az{i}" for i in (1, 2, 3)]
 
 
-UNKNOWN = rpc.UNKNOWN
 #: The status the provider returns for a job object, by the object's name (a test puts a failed MPIJob's here: the
 #: wait's end, or a refresh); any other awaited job object returns its kind's succeeded condition.
 JOB_STATUS: dict[str, dict[str, Any]] = {}
@@ -112,98 +72,6 @@ def started_blocks(reservations: Iterable[str]) -> Iterator[None]:
 
 def _hex(seed: str, n: int = 17) -> str:
     return hashlib.sha256(seed.encode()).hexdigest()[:n]
-
-
-@dataclass
-class Registration:
-    """One RegisterResource request as the engine would see it."""
-
-    type: str
-    name: str
-    urn: str
-    parent: str
-    custom: bool
-    remote: bool
-    provider: str
-    """The provider reference (``urn::id``) of a custom resource."""
-    dependencies: list[str]
-    property_dependencies: dict[str, list[str]]
-    inputs: dict[str, Any]
-    retain_on_delete: Optional[bool]
-    deleted_with: str
-    protect: bool = False
-    delete_before_replace: bool = False
-    """The ``deleteBeforeReplace`` option: a replacement deletes the old resource before it creates the new one."""
-    ignore_changes: list[str] = field(default_factory=list)
-    replace_on_changes: list[str] = field(default_factory=list)
-    """The ``replaceOnChanges`` option: a change under one of these paths replaces the resource."""
-    custom_timeouts: dict[str, str] = field(default_factory=dict)
-    """The ``customTimeouts`` option (``create``, ``update``, ``delete``: Go durations), those set."""
-    outputs: dict[str, Any] = field(default_factory=dict)
-    id: str = ""
-    providers: dict[str, str] = field(default_factory=dict)
-    """Package -> provider reference (``urn::id``) a component was given (``opts.provider``/``providers``): the SDK
-    waits for each provider to exist before it registers the component, and so do its children."""
-
-    def deps_of(self, prop: str) -> list[str]:
-        """URNs the property ``prop`` depends on."""
-        return self.property_dependencies.get(prop, [])
-
-
-class RecordingMonitor(pmocks.MockMonitor):
-    """A MockMonitor that records every registration and rejects duplicate URNs."""
-
-    def __init__(self, mocks: pmocks.Mocks) -> None:
-        super().__init__(mocks)
-        self.registrations: list[Registration] = []
-        self.reads: list[tuple[str, str, str]] = []
-        """(type, name, id) of every existing resource the program read (``Resource.get``)."""
-        self._urns: set[str] = set()
-
-    def ReadResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
-        self.reads.append((request.type, request.name, request.id))
-        return super().ReadResource(request)
-
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
-        urn = self.make_urn(request.parent, request.type, request.name)
-        if request.type != "pulumi:pulumi:Stack":
-            if urn in self._urns:
-                raise Exception(f"duplicate URN registered: {urn}")
-            self._urns.add(urn)
-        response = super().RegisterResource(request)
-        if request.type == "pulumi:pulumi:Stack":
-            return response
-        pmocks._ensure_event_loop()
-        inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
-        reg = Registration(
-            type=request.type,
-            name=request.name,
-            urn=urn,
-            parent=request.parent,
-            custom=bool(request.custom),
-            remote=bool(request.remote),
-            provider=request.provider,
-            dependencies=list(request.dependencies),
-            property_dependencies={k: list(v.urns) for k, v in request.propertyDependencies.items()},
-            inputs=inputs,
-            retain_on_delete=request.retainOnDelete if request.HasField("retainOnDelete") else None,
-            deleted_with=request.deletedWith,
-            protect=bool(request.protect) if request.HasField("protect") else False,
-            delete_before_replace=bool(request.deleteBeforeReplace),
-            ignore_changes=list(request.ignoreChanges),
-            replace_on_changes=list(request.replaceOnChanges),
-            custom_timeouts={
-                k: v
-                for k in ("create", "update", "delete")
-                if (v := getattr(request.customTimeouts, k))
-                if request.HasField("customTimeouts")
-            },
-            outputs=self.resources[urn].state if urn in self.resources else {},
-            id=self.resources[urn].id if urn in self.resources else "",
-            providers=dict(request.providers),
-        )
-        self.registrations.append(reg)
-        return response
 
 
 class TrainingMocks(pmocks.Mocks):
@@ -511,134 +379,3 @@ def _named_resource(name: str, inputs: dict[str, Any], out: dict[str, Any]) -> s
     rid = inputs.get("name") or f"{name}-{_hex(name, 7)}"
     out["name"] = rid
     return rid
-
-
-@dataclass
-class Evaluation:
-    """What one evaluation of the program registered and exported (``error``: what it raised, with
-    ``expect_error``)."""
-
-    registrations: list[Registration]
-    outputs: dict[str, Any]
-    invokes: list[tuple[str, dict[str, Any]]]
-    error: Optional[BaseException] = None
-    reads: list[tuple[str, str, str]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    """What the program logged as warnings (``pulumi.log.warn``: what ``pulumi up`` prints under Diagnostics)."""
-
-
-#: The organization the engine names when the backend has none (the DIY backend's; stacks.last_update reads it too).
-ORGANIZATION = "organization"
-
-
-class _Warnings(logging.Handler):
-    """Collects the warnings the program logs through the mocks' engine."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno == logging.WARNING:
-            self.messages.append(record.getMessage())
-
-
-def evaluate(
-    stack: str,
-    config: Mapping[str, Any],
-    *,
-    preview: bool = False,
-    main: Path = REPO / "__main__.py",
-    expect_error: bool = False,
-    project: str = PROJECT,
-    project_dir: Path = REPO,
-) -> Evaluation:
-    """Evaluate ``main`` for ``stack`` with ``config`` (the configuration ``pulumi up`` would pass: keys
-    ``<namespace>:<key>``) under the mocks; ``project`` is the Pulumi project's name, ``project_dir`` the folder the
-    program runs in (that of its Pulumi.yaml, where the folders a stack names are: image contexts, code). The program
-    raising fails the call unless ``expect_error`` (then it is :attr:`Evaluation.error`)."""
-    cfg = dict(config)
-    # the configuration the program sees, as `pulumi up` passes it (strings, objects as JSON)
-    pulumi.runtime.set_all_config({k: as_passed(v) for k, v in cfg.items()}, [])
-    mocks = TrainingMocks(preview, str(cfg.get("aws:region", REGION)), f"{ORGANIZATION}/{project}/{stack}")
-    monitor = RecordingMonitor(mocks)
-    # A fresh root Stack per run: set_mocks reuses an existing one, whose outputs would carry over.
-    pulumi.runtime.settings.ROOT.set(None)
-    warnings = _Warnings()
-    logger = logging.getLogger(f"{__name__}.engine")  # its messages still reach the root logger, as before
-    logger.handlers[:] = [warnings]
-    pmocks.set_mocks(
-        mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger, organization=ORGANIZATION
-    )
-    settings = pulumi.runtime.settings.SETTINGS
-    settings.root_directory = str(project_dir)  # the folder of Pulumi.yaml, as the language host passes it
-    settings.rpc_manager.clear()
-    settings.outputs.clear()
-
-    exported: dict[str, Any] = {}
-
-    # The program's folder is on the path, as under `pulumi up` (its own modules, a user's `components/`); in a
-    # checkout the repository comes first, whose program imports `stacks`. An installed package's modules import
-    # `eks_training.*` (setup.py), so nothing of it goes on the path to shadow the project's own packages.
-    paths = [str(project_dir)] if PREFIX else [str(REPO), str(project_dir)]
-
-    def program() -> None:
-        cwd = os.getcwd()
-        sys.path[:0] = paths
-        os.chdir(project_dir)
-        try:
-            runpy.run_path(str(main), run_name="__main__")
-        finally:
-            os.chdir(cwd)
-            for path in paths:
-                sys.path.remove(path)
-
-    error: Optional[BaseException] = None
-    try:
-        _sync_await(run_pulumi_func(program))
-    except BaseException as exc:  # noqa: BLE001 - reported to the caller
-        if not expect_error:
-            raise
-        error = exc
-    root = pulumi.runtime.settings.get_root_resource()
-    if error is None and root is not None:
-        for k, v in (getattr(root, "outputs", None) or {}).items():
-            exported[k] = v
-    return Evaluation(
-        list(monitor.registrations), exported, list(mocks.invokes), error, list(monitor.reads), warnings.messages
-    )
-
-
-def evaluate_stack(
-    stack: str, stack_file: Optional[Path], edit: Optional[Callable[[dict[str, Any]], None]] = None
-) -> tuple[dict[str, Any], "Plan", Evaluation]:
-    """The stack's configuration, plan and offline evaluation (what ``python -m stacks plan`` models and
-    ``python -m stacks rehearse`` runs); ``edit`` changes the configuration first, as an edit of the stack file would
-    (:func:`stacks.stackfile.plan_stack`); raises :class:`~stacks.stackfile.StackLoadError` for a bad stack file.
-    The stack's own project folder is the program's (its ``__main__.py`` when it has one)."""
-    config, plan = plan_stack(stack, stack_file, edit=edit)
-    return config, plan, evaluate_config(stack, stack_file, config)
-
-
-def evaluate_config(stack: str, stack_file: Optional[Path], config: Mapping[str, Any]) -> Evaluation:
-    """The offline evaluation of the stack's program for ``config``, its configuration as loaded (and planned) by
-    :func:`stacks.stackfile.plan_stack`, with preflight off."""
-    path, _ = read_stack_config(stack, stack_file)
-    project = project_name(path)
-    cfg = dict(config)
-    # Preflight checks the AWS account (quotas, zones, reservations): there is none here.
-    # (its key is eks-training:preflight whatever the project's name: the namespace the program reads)
-    cfg[f"{NAMESPACE}:preflight"] = {**(cfg.get(f"{NAMESPACE}:preflight") or {}), "enabled": False}
-    folder = path.parent.resolve()
-    main = folder / "__main__.py"
-    kwargs: dict[str, Any] = {"project": project, "project_dir": folder}
-    if main.is_file():
-        kwargs["main"] = main
-    return evaluate(stack, cfg, **kwargs)
-
-
-def resolve(value: Any) -> Any:
-    """Resolve an Output (or plain value) to a plain value after an evaluation."""
-    if isinstance(value, pulumi.Output):
-        return _sync_await(value.future())
-    return value
