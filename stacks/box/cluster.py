@@ -17,26 +17,22 @@ unprocessed for minutes. An upgrade (:meth:`Box.upgrade`) restarts only the cont
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import http.client
 import json
-import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 from urllib.parse import quote
 
 from stacks.box import build as box_build
 from stacks.box.api import Api, BoxError, NotRead
 from stacks.box.build import SUFFIXES
+from stacks.box.processes import host_lock, process_alive, stop_process
 from stacks.yaml_text import dump_yaml_documents
 
 #: The project's pod Stages (see the module docstring).
@@ -55,41 +51,6 @@ FIELD_MANAGER = "eks-training-box"
 STOP_GRACE_S = 10.0
 #: The components an upgrade of the control plane replaces (:meth:`Box.upgrade`).
 CONTROL_PLANE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (exists and is no zombie)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def terminate(process: Optional["subprocess.Popen[bytes]"], grace_s: float = 15.0) -> None:
-    """Stop a child process that still runs: SIGTERM, SIGKILL after ``grace_s``; reaped either way."""
-    if process and process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _stop_process(pid_file: Path, grace_s: float) -> None:
-    """Stop the process whose pid ``pid_file`` holds: SIGTERM once (a Kubernetes server shuts down gracefully on the
-    first and exits at once on a second, k8s.io/apiserver ``pkg/server/signal.go``), SIGKILL after ``grace_s``; then
-    remove the file."""
-    pid = int(pid_file.read_text().strip())
-    deadline = time.monotonic() + grace_s
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-        while process_alive(pid):
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                deadline = math.inf
-            time.sleep(0.1)
-    pid_file.unlink()
 
 
 def default_workdir() -> Path:
@@ -150,48 +111,6 @@ def stages_config(go: str = "go") -> str:
     module = kwok_module_dir(go)
     docs = [(module / rel).read_text() for rel in KWOK_NODE_STAGES] + [POD_STAGES.read_text(), NO_LEADER_ELECTION]
     return "\n---\n".join(d.strip() for d in docs) + "\n"
-
-
-def host_lock_path(name: str) -> Path:
-    """The file of the machine-wide lock ``name`` (:func:`host_lock`, :func:`hold_for_child`), beside the binaries."""
-    folder = box_build.cache_root() / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{name}.lock"
-
-
-@contextmanager
-def host_lock(name: str) -> Iterator[None]:
-    """Hold the machine-wide lock ``name`` (every box of every process on this machine agrees through it)."""
-    with open(host_lock_path(name), "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def hold_for_child(name: str, timeout_s: float, waiting: Callable[[], None]) -> int:
-    """Take the machine-wide lock ``name`` for a child process about to start: returns the open descriptor to pass to
-    it (``pass_fds``) and then close, so the lock is held exactly as long as the child lives, past this process
-    (``flock`` belongs to the open file description the child inherits). ``waiting`` is called once if another
-    holder makes this wait; after ``timeout_s`` a :class:`BoxError` names the lock."""
-    fd = os.open(host_lock_path(name), os.O_RDWR | os.O_CREAT, 0o644)
-    deadline, told = time.monotonic() + timeout_s, False
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                raise BoxError(
-                    f"another box on this machine has held {host_lock_path(name)} for {timeout_s:.0f} s; stop it "
-                    "(python -m stacks box down --name NAME) and try again"
-                ) from None
-            if not told:
-                waiting()
-                told = True
-            time.sleep(0.5)
 
 
 @dataclass
@@ -325,7 +244,7 @@ class Box:
         # while the box is down its ports are free: no other box may be created meanwhile and take them (up())
         with host_lock("kwokctl-create"):
             for command in CONTROL_PLANE:
-                _stop_process(cluster / "pids" / f"{command}.pid", STOP_GRACE_S)
+                stop_process(cluster / "pids" / f"{command}.pid", STOP_GRACE_S)
                 link = cluster / "bin" / command
                 link.unlink()
                 link.symlink_to(bins[command + SUFFIXES.get(control_plane, "")])

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional
 
 from stacks.box.build import SUFFIXES
-from stacks.box.cluster import Box, BoxError, hold_for_child, terminate
+from stacks.box.cluster import Box, BoxError
 from stacks.box.kueue import Kueue
+from stacks.box.processes import hold_for_child, terminate
 from stacks.box.steps import RehearsalError, Step
 
 FILE = "operators.json"

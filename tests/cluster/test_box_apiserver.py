@@ -15,7 +15,7 @@ import yaml
 from components.scheduling import system_node_selector
 from stacks.box import build as box_build
 from stacks.box.apply import apply_stack
-from stacks.box.cluster import process_alive
+from stacks.box.processes import process_alive
 from tests.cluster.support import MINORS, STACKS, _box, _ref, _remove, _self_contained
 from tests.quantities import quantities
 from tests.wait import patient

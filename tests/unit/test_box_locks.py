@@ -1,4 +1,4 @@
-"""The box's machine-wide locks (stacks.box.cluster): what two boxes on one machine must not do at once (kwokctl's
+"""The box's machine-wide locks (stacks.box.processes): what two boxes on one machine must not do at once (kwokctl's
 port choice, the MPI Operator's fixed port 8080) waits for the other instead of breaking it."""
 
 import os
@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from stacks.box import cluster
-from stacks.box.cluster import BoxError, hold_for_child, host_lock
+from stacks.box import processes
+from stacks.box.api import BoxError
+from stacks.box.processes import hold_for_child, host_lock
 from tests.wait import patient
 
 
@@ -61,4 +62,4 @@ def test_host_lock_excludes_other_holders() -> None:
         order.append("first")
     other.join(patient(5))
     assert order == ["first", "other"]
-    assert cluster.host_lock_path("create").parent.name == "locks"
+    assert processes.host_lock_path("create").parent.name == "locks"
