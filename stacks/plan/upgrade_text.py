@@ -41,7 +41,16 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
                 "maybe": g.maybe,
                 "updateStrategy": g.strategy,
                 "eksUpdateStrategy": {"name": g.node_update.name, "why": g.no_surge},
-                "surge": g.surge._asdict() if g.surge is not None else None,
+                "surge": (
+                    {
+                        "perZone": g.surge.per_zone,
+                        "zones": g.surge.zones,
+                        "instanceType": g.surge.instance_type,
+                        "vcpus": g.surge.vcpus,
+                    }
+                    if g.surge is not None
+                    else None
+                ),
                 "minutes": g.minutes,
                 "jobs": [
                     {"name": j.name, "pods": j.pods, "keeps": j.keeps, "strategy": j.strategy, "what": _stop_text(j)}
@@ -228,12 +237,12 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
 
 def _surge_line(s: dict[str, Any]) -> str:
     """The room a ``DEFAULT`` roll needs beyond the group's size (:class:`~stacks.plan.group_changes.RollSurge`)."""
-    each = f"{s['instance_type']}, {s['vcpus']} vCPUs each"
+    each = f"{s['instanceType']}, {s['vcpus']} vCPUs each"
     if s["zones"] is None:
-        more = f"up to {s['per_zone']} more node(s) per zone of its subnets ({each})"
+        more = f"up to {s['perZone']} more node(s) per zone of its subnets ({each})"
     else:
-        n = s["per_zone"] * s["zones"]
-        more = f"up to {n} more node(s) ({n} x {s['instance_type']}, {n * s['vcpus']} vCPUs)"
+        n = s["perZone"] * s["zones"]
+        more = f"up to {n} more node(s) ({n} x {s['instanceType']}, {n * s['vcpus']} vCPUs)"
     return f"    it first launches {more}: the EC2 vCPU quota needs room for them"
 
 

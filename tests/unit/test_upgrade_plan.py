@@ -2068,3 +2068,12 @@ def test_a_roll_under_default_says_the_extra_nodes_it_launches_first() -> None:
         plan_of("p5", variant("p5", kubernetesVersion="1.35")), plan_of("p5", variant("p5", kubernetesVersion="1.36"))
     )
     assert {g.path: g.surge is None for g in p5.groups} == {"systemNodeGroup": False, "nodeGroups.gpu": True}
+
+
+def test_the_json_names_a_rolls_extra_nodes_in_camel_case_as_its_other_keys() -> None:
+    u = compare(
+        plan_of("dev", variant("dev", kubernetesVersion="1.35")),
+        plan_of("dev", variant("dev", kubernetesVersion="1.36")),
+    )
+    groups = {g["key"]: g for g in upgrade_report(u)["nodeGroups"]}
+    assert groups["nodeGroups.cpu"]["surge"] == {"perZone": 2, "zones": 2, "instanceType": "m5.xlarge", "vcpus": 4}
