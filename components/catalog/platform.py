@@ -95,15 +95,18 @@ class NodeUpdateStrategy:
 
     name: str
     """EKS's name: ``DEFAULT`` or ``MINIMAL``."""
-    surge: bool
-    """A replacement node is launched before an old one is terminated (the group needs room for more instances than
-    its size while it rolls)."""
     surge_per_zone: int
     """The most nodes it launches beyond the group's size, per zone of the group (the larger of that and
     ``maxUnavailable``, 1 here, is what EKS adds: source key ``eks-managed-node-update``)."""
     what: str
     """What a roll does, in words."""
     sources: tuple[str, ...]
+
+    @property
+    def surge(self) -> bool:
+        """A replacement node is launched before an old one is terminated (the group needs room for more instances
+        than its size while it rolls)."""
+        return self.surge_per_zone > 0
 
 
 #: EKS's two update strategies (source key ``eks-nodegroup-update-config``). A group gets ``MINIMAL`` when its
@@ -114,14 +117,12 @@ NODE_UPDATE_STRATEGIES: Mapping[str, NodeUpdateStrategy] = {
     for s in (
         NodeUpdateStrategy(
             name="DEFAULT",
-            surge=True,
             surge_per_zone=2,
             what="new nodes are launched first, then each old node is drained and terminated",
             sources=("eks-nodegroup-update-config", "eks-managed-node-update"),
         ),
         NodeUpdateStrategy(
             name="MINIMAL",
-            surge=False,
             surge_per_zone=0,
             what="each old node is drained and terminated before its replacement is launched: the pods of a node "
             "stop before the node that replaces it is up",

@@ -75,7 +75,8 @@ class TaintConfig(Model):
             problems.append(
                 (
                     "key",
-                    f"{self.key!r} has {len(self.key)} characters, and EKS takes taint keys of at most 63; shorten it",
+                    f"{self.key!r} has {len(self.key)} characters, and EKS takes taint keys of at most "
+                    f"{EKS_LABEL_KEY_MAX}; shorten it",
                 )
             )
         if self.value and not label_value_ok(self.value):
@@ -281,8 +282,8 @@ class NodeGroupConfig(Model):
                 problems.append(
                     (
                         "",
-                        f"{k!r} has {len(k)} characters, and EKS takes node group label keys of at most 63, prefix "
-                        "included; shorten it",
+                        f"{k!r} has {len(k)} characters, and EKS takes node group label keys of at most "
+                        f"{EKS_LABEL_KEY_MAX}, prefix included; shorten it",
                     )
                 )
             if k in KUBELET_LABELS:

@@ -414,8 +414,8 @@ def _roll_notes(
             f"same `pulumi up` as the roll, and the provider starts the roll first: this roll runs under "
             f"{rolls_under.name}"
             + (
-                ", which first launches up to two nodes per zone of the group beyond its size: its "
-                "capacity must have room for them"
+                f", which first launches up to {rolls_under.surge_per_zone} nodes per zone of the group beyond its "
+                "size: its capacity must have room for them"
                 if rolls_under.surge
                 else ""
             )
