@@ -386,7 +386,7 @@ def _rolled_group(
         node_update=rolls_under,
         no_surge=was.no_surge.why if was.no_surge is not None else None,
         up_to=autoscales(old_plan, was),
-        surge=roll_surge(old_plan, was) if rolls_under.surge else None,
+        surge=roll_surge(old_plan, was),
     )
 
 
