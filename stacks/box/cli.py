@@ -17,9 +17,10 @@ import time
 from typing import Optional, Sequence
 
 from stacks.box import build as box_build
+from stacks.box.api import BoxError
 from stacks.box.bench import BenchError
 from stacks.box.bench import bench as run_bench
-from stacks.box.cluster import Box, BoxError, add_box_options, log
+from stacks.box.cluster import Box, add_box_options, log
 from stacks.box.nodes import plan_nodes
 from stacks.box.operators import stop_recorded
 from stacks.box.session import create_nodes

@@ -10,7 +10,8 @@ import time
 from typing import Any, Callable, Mapping
 
 from components.workloads.job_objects import JOB_OBJECTS
-from stacks.box.cluster import Box, BoxError, crd_established
+from stacks.box.api import BoxError
+from stacks.box.cluster import Box, crd_established
 from stacks.box.steps import RehearsalError, Step
 
 

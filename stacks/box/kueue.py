@@ -26,7 +26,8 @@ from components.admission import FRAMEWORKS
 from components.catalog import HELM_CHARTS
 from components.workloads.job_objects import JOB_OBJECTS
 from stacks.box import build as box_build
-from stacks.box.cluster import Box, BoxError, establish_crds
+from stacks.box.api import BoxError
+from stacks.box.cluster import Box, establish_crds
 from stacks.box.gomodules import module_dir
 from stacks.box.processes import terminate
 from stacks.ports import free_port

@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
+from stacks.box.api import BoxError
 from stacks.box.build import SUFFIXES
-from stacks.box.cluster import Box, BoxError
+from stacks.box.cluster import Box
 from stacks.box.kueue import Kueue
 from stacks.box.processes import hold_for_child, terminate
 from stacks.box.steps import RehearsalError, Step

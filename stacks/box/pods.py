@@ -11,7 +11,8 @@ from typing import Any, Callable, Mapping, Optional
 from components.workloads.identity import WAIT_CONTAINER
 from components.workloads.job_objects import BATCH_JOB, MPI_JOB
 from components.workloads.mpi import WORKERS_WAIT_CONTAINER
-from stacks.box.cluster import Box, BoxError
+from stacks.box.api import BoxError
+from stacks.box.cluster import Box
 from stacks.box.watch import Changes
 
 HELD = "box.eks-training/held"

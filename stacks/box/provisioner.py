@@ -19,7 +19,8 @@ from fractions import Fraction
 from typing import Any, Mapping, Optional
 
 from components.quantities import value_of
-from stacks.box.cluster import Box, BoxError, crd_established
+from stacks.box.api import BoxError
+from stacks.box.cluster import Box, crd_established
 from stacks.box.nodes import DEVICES_ANNOTATION, group_nodes
 from stacks.box.poller import Poller
 from stacks.plan import NodeGroupPlan, Plan

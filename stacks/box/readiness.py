@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional
 
+from stacks.box.api import BoxError
 from stacks.box.awaits import SKIP_AWAIT, Awaiter, asks_provider, failure_of
-from stacks.box.cluster import Box, BoxError, crd_established
+from stacks.box.cluster import Box, crd_established
 from stacks.box.steps import RehearsalError, Step
 
 

@@ -21,8 +21,9 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from components.catalog.platform import DEFAULT_KUBERNETES_VERSION
 from components.workloads.job_objects import JOB_OBJECTS
+from stacks.box.api import BoxError
 from stacks.box.build import BoxBuildError
-from stacks.box.cluster import Box, BoxError, add_box_options, log
+from stacks.box.cluster import Box, add_box_options, log
 from stacks.box.nodes import initial_size, plan_nodes
 from stacks.box.podlogs import PodLogs, last_lines
 from stacks.box.rehearse import Rehearsal, RehearsalError, steps_of

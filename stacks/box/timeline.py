@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from typing_extensions import Self
 
-from stacks.box.cluster import Box, BoxError, crd_established
+from stacks.box.api import BoxError
+from stacks.box.cluster import Box, crd_established
 from stacks.box.kueue import WORKLOAD_CRD
 from stacks.box.podlogs import pod_owner
 from stacks.box.pods import HELD

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
+from stacks.box.api import BoxError
 from stacks.box.charts import chart_key
-from stacks.box.cluster import Box, BoxError
+from stacks.box.cluster import Box
 from stacks.box.nodes import plan_nodes
 from stacks.box.poller import Poller
 from stacks.box.rehearse import RUN_MS, steps_of

@@ -10,7 +10,7 @@ import time
 
 import yaml
 
-from stacks.box.cluster import BoxError
+from stacks.box.api import BoxError
 from stacks.box.devices import Registrar
 from stacks.box.provisioner import RESOURCE
 from stacks.outputs import workload_conditions_command

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from stacks.box import kueue as box_kueue
-from stacks.box.cluster import BoxError
+from stacks.box.api import BoxError
 from tests.wait import patient
 
 MANAGER = """#!{python}
