@@ -269,6 +269,10 @@ class JobKind:
             "Kueue admits it"
         )
 
+    def skips_finished_runs(self, job: PlannedJob) -> bool:
+        """Its pods end at once, doing nothing, when the run's output folder holds the launcher's ``DONE``."""
+        return False
+
     def rerun_text(self) -> str:
         """What its program does when its pods start again in the run's folder (an upgrade summary clause)."""
         return "its command runs again from its start, resuming only from what it saved in its output folder"

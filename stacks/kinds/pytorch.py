@@ -70,6 +70,9 @@ class PyTorch(JobKind):
         scripts = {RUN_SCRIPT: "torchrun's wrapper of a pytorch job's script"}
         return {**scripts, LAUNCHER: "a pytorch job's launcher"} if toolbox else scripts
 
+    def skips_finished_runs(self, job: PlannedJob) -> bool:
+        return _launcher(job)
+
     def rerun_text(self) -> str:
         return (
             "an unfinished run resumes from its latest checkpoint; a finished one ends at once on the training image "
@@ -96,7 +99,7 @@ class PyTorch(JobKind):
             "rendezvous_backend": c.rendezvous_backend,
             "max_restarts": c.max_restarts,
             # the toolbox image's /app/launch.py wraps torchrun (not the class's `launcher`, torchrun itself)
-            "launcher": job.image.name == TOOLBOX_IMAGE,
+            "launcher": _launcher(job),
         }
         if c.checkpoint_every_seconds is not None:
             args["checkpoint_every_seconds"] = c.checkpoint_every_seconds
@@ -123,7 +126,7 @@ class PyTorch(JobKind):
             max_nodes=max(ctx.job.max_nodes, ctx.nodes),
             backend=backend,
             endpoint=endpoint,
-            launcher=ctx.job.image.name == TOOLBOX_IMAGE,
+            launcher=_launcher(ctx.job),
         )
         env = pytorch_env(
             ctx.spec,
@@ -134,6 +137,12 @@ class PyTorch(JobKind):
             collective_timeout_seconds=c.collective_timeout_seconds,
         )
         return LocalProcesses([command] * ctx.nodes, env)
+
+
+def _launcher(job: PlannedJob) -> bool:
+    """The job's pods start through the toolbox image's ``/app/launch.py``, which wraps torchrun (images of the user's
+    own run torchrun directly)."""
+    return job.image.name == TOOLBOX_IMAGE
 
 
 KIND = PyTorch()

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
+from components.workloads.pytorch import LAUNCHER_DONE_MARKER
 from stacks.cli import EXIT_FAILED, EXIT_OK, CommandError, add_stack_options, command, load_stack, parser_for
 from stacks.config import NAMESPACE
 from stacks.local.report import LocalRunError
@@ -81,11 +82,11 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     )
     for job in missing:
         runner.say(f"--resume {job}: no earlier run of {job} in {work}; a new run")
-    for job in (j for j in resume if j in extra and (runner.shared / resume[j] / "DONE").is_file()):
+    for job in (j for j in resume if j in extra and (runner.shared / resume[j] / LAUNCHER_DONE_MARKER).is_file()):
         runner.say(
-            f"--resume {job}: its run in {runner.shared / resume[job]} finished (DONE), so it runs nothing and "
-            "--args do not reach it; to train on from its checkpoint, start a new run (--args alone) whose script "
-            "reads that folder's checkpoint"
+            f"--resume {job}: its run in {runner.shared / resume[job]} finished ({LAUNCHER_DONE_MARKER}), so it runs "
+            "nothing and --args do not reach it; to train on from its checkpoint, start a new run (--args alone) whose "
+            "script reads that folder's checkpoint"
         )
     # SIGTERM (`timeout`, a CI runner's cancel, `kill`) stops the jobs as Ctrl-C does: without a handler Python dies
     # on it at once, skipping the runner's clean-up, and the job's processes, in their own sessions, run on orphaned

@@ -25,6 +25,7 @@ from typing import Any, Mapping, Optional, Sequence, cast
 
 from components.conventions import SHARED_MOUNT
 from components.workloads.pods import COMPLETION_INDEX_ENV, env_list
+from components.workloads.pytorch import LAUNCHER_DONE_MARKER
 from components.workloads.spec import WORKSPACE, JobSpec, WorkerPlacement, stop_grace_seconds
 from components.workloads.tensorboard import tensorboard_command
 from components.workloads.waits import KUBERNETES_GRACE_S
@@ -213,6 +214,11 @@ class LocalRunner(DatasetStaging, LocalEtcd):
             aside = output.with_name(f"{output.name}.old-{_stamp()}")
             output.rename(aside)
             self.say(f"job {job.name}: a fresh run; the previous run's folder is moved aside to {aside}")
+        if KINDS[job.kind].skips_finished_runs(job) and (output / LAUNCHER_DONE_MARKER).is_file():
+            self.say(
+                f"job {job.name}: its run in {output} finished ({LAUNCHER_DONE_MARKER}), so its processes end at once; "
+                f"--fresh {job.name} starts it over"
+            )
         pods = self.pods(job)
         output.mkdir(parents=True, exist_ok=True)
         self.record_run(job, output)

@@ -11,6 +11,7 @@ import pytest
 from components.workloads.job_objects import MPI_JOB
 from components.workloads.pods import WORKER_CONTAINER
 from components.workloads.pytorch import (
+    LAUNCHER_DONE_MARKER,
     LAUNCHER_EXIT_RENDEZVOUS_LOST,
     LAUNCHER_EXIT_RUN_FAILED,
     LAUNCHER_EXIT_STOPPED,
@@ -33,12 +34,12 @@ PYTORCH_STACKS = [
 ]
 
 
-def _constants(path: str) -> dict[str, int]:
-    """Module-level integer constants of a training script, read without importing it."""
+def _constants(path: str) -> dict[str, int | str]:
+    """Module-level integer and string constants of a training script, read without importing it."""
     tree = parse((REPO / path).read_text())
     out = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, int):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, (int, str)):
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     out[target.id] = node.value.value
@@ -51,6 +52,7 @@ def test_the_exit_codes_the_job_reacts_to_are_the_launchers() -> None:
     assert launch["EXIT_RENDEZVOUS_LOST"] == LAUNCHER_EXIT_RENDEZVOUS_LOST
     assert launch["EXIT_RUN_FAILED"] == LAUNCHER_EXIT_RUN_FAILED
     assert launch["EXIT_USAGE"] == LAUNCHER_EXIT_USAGE == USAGE_ERROR_EXIT_CODE
+    assert launch["DONE_MARKER"] == LAUNCHER_DONE_MARKER  # the local runner's "finished" line reads it
     # a stopped script's own code (the trainer's, the job contract's) is torchrun's business; the pod reports the
     # launcher's
     assert _constants("training/run_script.py")["EXIT_STOPPED"] not in (0, LAUNCHER_EXIT_STOPPED)

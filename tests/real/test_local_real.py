@@ -207,6 +207,8 @@ def test_running_the_finished_training_job_again_trains_nothing(workshop: Worksh
     assert again.returncode == 0, again.stderr[-3000:]
     assert sorted(p.name for p in run.glob("checkpoint-step*.pt")) == checkpoints
     assert '"event": "already_complete"' in (work / "logs" / "train-0.log").read_text()
+    # the runner says so before it starts them, naming the way to start over
+    assert f"job train: its run in {run} finished (DONE), so its processes end at once; --fresh train" in again.stdout
 
 
 def _stack_file(tmp_path: Path, jobs: dict[str, object]) -> Path:
