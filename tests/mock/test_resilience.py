@@ -39,7 +39,8 @@ def _constants(path: str) -> dict[str, int | str]:
     tree = parse((REPO / path).read_text())
     out = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, (int, str)):
+        constant = isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        if constant and isinstance(node.value.value, (int, str)):
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     out[target.id] = node.value.value
