@@ -8,7 +8,7 @@ current release's CRDs are applied over the old ones, and the current manager st
 training workload stays admitted (the same admission, never evicted) and finishes, and a job created after the switch
 is admitted by the new manager (docs/how-to/update-project.md, "Kueue and the MPI Operator keep their objects").
 Moving back (``git reset`` to the project's earlier version) is the same switch the other way
-(docs/how-to/upgrading.md, "Undo a change")."""
+(docs/how-to/update-project.md, "Go back to the version you had")."""
 
 from __future__ import annotations
 
