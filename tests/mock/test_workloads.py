@@ -463,7 +463,7 @@ def test_every_command_runs_and_every_script_is_in_its_image(program_for, stack:
     file a pod runs from /app or /opt is copied into that pod's image."""
     sys.path.insert(0, str(REPO / "training"))
     try:
-        import launch
+        import launch_args
     finally:
         sys.path.remove(str(REPO / "training"))
     p = program_for(stack, False)
@@ -484,7 +484,7 @@ def test_every_command_runs_and_every_script_is_in_its_image(program_for, stack:
                     assert c["name"] == OUTPUT_FOLDER_CONTAINER and argv[:3] == ["mkdir", "-p", "--"], c
                     continue
                 if argv[:2] == ["python", "/app/launch.py"]:
-                    launch.check_consistency(launch.parse_args(argv[2:]))
+                    launch_args.check_consistency(launch_args.parse_args(argv[2:]))
                 context = contexts[builds[c["image"]]]
                 for path in (x for x in argv if x.startswith(("/app/", "/opt/")) and "." in x.rsplit("/", 1)[-1]):
                     name = path.rsplit("/", 1)[-1]

@@ -51,6 +51,9 @@ for _folder in (REPO_ROOT, REPO_ROOT / "training"):
 import cifar  # noqa: E402
 import goodput  # noqa: E402
 import launch  # noqa: E402
+import launch_args  # noqa: E402
+import launch_log  # noqa: E402
+import rendezvous_state  # noqa: E402
 
 from tests import training_support as ts  # noqa: E402
 from tests.training_support import torchrun_env as node_env  # noqa: E402  (environment of a training pod)
@@ -146,9 +149,9 @@ def etcd_client(server: ts.EtcdServer) -> Any:
 
 def torch_state(server: ts.EtcdServer, rdzv_id: str) -> tuple[Any, int]:
     """The rendezvous state as torch itself decodes it (real classes) and its modifiedIndex."""
-    result = etcd_client(server).read(launch.rendezvous_key(rdzv_id))
+    result = etcd_client(server).read(rendezvous_state.rendezvous_key(rdzv_id))
     state = pickle.loads(base64.b64decode(result.value))
-    assert type(state).__module__ == launch.TORCH_RDZV_MODULE and type(state).__name__ == "_RendezvousState"
+    assert type(state).__module__ == rendezvous_state.TORCH_RDZV_MODULE and type(state).__name__ == "_RendezvousState"
     return state, int(result.modifiedIndex)
 
 
@@ -161,7 +164,9 @@ def write_state(server: ts.EtcdServer, rdzv_id: str, round_number: int, closed: 
     state.closed = closed
     value = base64.b64encode(pickle.dumps(state)).decode()
     return int(
-        etcd_client(server).write(launch.rendezvous_key(rdzv_id), value, ttl=launch.RDZV_STATE_TTL_S).modifiedIndex
+        etcd_client(server)
+        .write(rendezvous_state.rendezvous_key(rdzv_id), value, ttl=rendezvous_state.RDZV_STATE_TTL_S)
+        .modifiedIndex
     )
 
 
@@ -302,8 +307,10 @@ def test_launch_trains_to_completion_then_rerun_is_noop(completed_run: Completed
     # The finished run's rendezvous is closed in etcd: torch's own classes decode what launch.py reads.
     state, index = torch_state(server, run.rdzv_id)
     assert state.closed is True and state.complete is True and len(state.participants) == 2
-    record = launch.decode_state(
-        launch.rendezvous_key(run.rdzv_id), etcd_client(server).read(launch.rendezvous_key(run.rdzv_id)).value, index
+    record = rendezvous_state.decode_state(
+        rendezvous_state.rendezvous_key(run.rdzv_id),
+        etcd_client(server).read(rendezvous_state.rendezvous_key(run.rdzv_id)).value,
+        index,
     )
     assert (record.closed, record.round, record.participants) == (True, state.round, 2)
 
@@ -405,7 +412,7 @@ def test_absent_and_open_keys_are_not_touched(server: ts.EtcdServer, tmp_path: P
 
     # A value that is not a torch state (or holds unexpected classes): logged, left to torchrun.
     odd_id = f"odd-{uuid.uuid4().hex[:8]}"
-    etcd_client(server).write(launch.rendezvous_key(odd_id), base64.b64encode(pickle.dumps(print)).decode())
+    etcd_client(server).write(rendezvous_state.rendezvous_key(odd_id), base64.b64encode(pickle.dumps(print)).decode())
     before = etcd_snapshot(server)
     result, _ = run_launch(launch_cmd(tmp_path / "out", "etcd-v2", server.endpoint, odd_id, child_cmd()))
     assert result.returncode == CHILD_CODE, result.stdout + result.stderr
@@ -447,8 +454,8 @@ def test_concurrent_launchers_reset_a_closed_key_once(
     state, index = torch_state(server, rdzv_id)
     assert (state.round, state.closed, state.complete, state.participants) == (6, False, False, {})
     assert index == resets[0]["new_etcd_index"]
-    result = etcd_client(server).read(launch.rendezvous_key(rdzv_id))
-    assert 0 < result.ttl <= launch.RDZV_STATE_TTL_S
+    result = etcd_client(server).read(rendezvous_state.rendezvous_key(rdzv_id))
+    assert 0 < result.ttl <= rendezvous_state.RDZV_STATE_TTL_S
 
 
 def test_waits_for_etcd_that_starts_late(tmp_path: Path, procs: list[ts.ManagedProcess]) -> None:
@@ -581,16 +588,16 @@ def test_state_decoder_accepts_only_rendezvous_classes() -> None:
             return (os.system, ("echo pwned",))
 
     evil = base64.b64encode(pickle.dumps(Evil())).decode()
-    with pytest.raises(launch.LaunchError, match="unexpected global"):
-        launch.decode_state("/k", evil, 1)
-    with pytest.raises(launch.LaunchError):
-        launch.decode_state("/k", "not base64 !!", 1)
-    with pytest.raises(launch.LaunchError, match="no 'closed' flag"):
-        launch.decode_state("/k", base64.b64encode(pickle.dumps({"closed": True})).decode(), 1)
-    fresh = launch.decode_state("/k", launch.encode_open_state(7), 42)
+    with pytest.raises(launch_log.LaunchError, match="unexpected global"):
+        rendezvous_state.decode_state("/k", evil, 1)
+    with pytest.raises(launch_log.LaunchError):
+        rendezvous_state.decode_state("/k", "not base64 !!", 1)
+    with pytest.raises(launch_log.LaunchError, match="no 'closed' flag"):
+        rendezvous_state.decode_state("/k", base64.b64encode(pickle.dumps({"closed": True})).decode(), 1)
+    fresh = rendezvous_state.decode_state("/k", rendezvous_state.encode_open_state(7), 42)
     assert (fresh.closed, fresh.round, fresh.participants, fresh.index) == (False, 7, 0, 42)
-    assert launch.parse_endpoint("etcd") == ("etcd", 2379)
-    assert launch.parse_endpoint("[::1]:2380") == ("::1", 2380)
+    assert launch_args.parse_endpoint("etcd") == ("etcd", 2379)
+    assert launch_args.parse_endpoint("[::1]:2380") == ("::1", 2380)
 
 
 # --------------------------------------------------------------------------- #

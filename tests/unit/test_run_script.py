@@ -18,6 +18,8 @@ if str(TRAINING) not in sys.path:
     sys.path.insert(0, str(TRAINING))
 
 import launch  # noqa: E402
+import launch_markers  # noqa: E402
+from run_script import LAUNCHER_ENV  # noqa: E402
 
 
 def test_a_pytorch_jobs_command_runs_its_script_through_run_script() -> None:
@@ -81,7 +83,7 @@ def _under_the_launcher(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, attempt
     monkeypatch.setattr(run_script, "quick_failures_file", lambda: state)
     monkeypatch.setenv("OUTPUT_DIR", str(tmp_path))
     monkeypatch.setenv("MAX_FAILED_ATTEMPTS", str(attempts))
-    monkeypatch.setenv(launch.LAUNCHER_ENV, "1")
+    monkeypatch.setenv(LAUNCHER_ENV, "1")
     monkeypatch.delenv(run_script.OWN_BUDGET_ENV, raising=False)
     return state
 
@@ -100,7 +102,7 @@ def test_quick_failures_in_a_row_end_the_run_and_anything_else_resets_the_count(
     assert not (tmp_path / "FAILED").exists() and not state.exists(), "a count of 0 leaves no file"
     assert [run_script.end_status(4, quick) for _ in range(3)] == [4, 4, 4]
     assert not state.exists(), "the run is over: its count is removed"
-    failed = launch.read_failed(tmp_path)
+    failed = launch_markers.read_failed(tmp_path)
     assert failed is not None and failed["failures"] == 3 and "the last exit status 4" in failed["reason"]
     # an attempt that ran QUICK_FAILURE_S made progress, however it ends: the timer restarts the count
     state.write_text("2")
@@ -133,7 +135,7 @@ def test_a_stop_and_a_lost_peer_are_no_failure_of_the_script(tmp_path, monkeypat
         **os.environ,
         "OUTPUT_DIR": str(out),
         "MAX_FAILED_ATTEMPTS": "1",
-        launch.LAUNCHER_ENV: "1",
+        LAUNCHER_ENV: "1",
         "TMPDIR": str(tmp_path),
         "TORCHELASTIC_RUN_ID": "peer-test",
     }
@@ -162,17 +164,17 @@ def test_the_budget_applies_only_under_the_launcher_to_a_program_without_its_own
     import run_script
 
     monkeypatch.setattr(run_script, "quick_failures_file", lambda: tmp_path / "count")
-    env = {"OUTPUT_DIR": str(tmp_path), "MAX_FAILED_ATTEMPTS": "1", launch.LAUNCHER_ENV: "1"}
+    env = {"OUTPUT_DIR": str(tmp_path), "MAX_FAILED_ATTEMPTS": "1", LAUNCHER_ENV: "1"}
     monkeypatch.delenv(run_script.OWN_BUDGET_ENV, raising=False)
     if unset == "launcher":
-        env.pop(launch.LAUNCHER_ENV)
+        env.pop(LAUNCHER_ENV)
     elif unset == "own budget":
         env[run_script.OWN_BUDGET_ENV] = "1"
     elif unset == "MAX_FAILED_ATTEMPTS 0":
         env["MAX_FAILED_ATTEMPTS"] = "0"
     else:
         env.pop("OUTPUT_DIR")
-    for k in ("OUTPUT_DIR", "MAX_FAILED_ATTEMPTS", launch.LAUNCHER_ENV):
+    for k in ("OUTPUT_DIR", "MAX_FAILED_ATTEMPTS", LAUNCHER_ENV):
         monkeypatch.delenv(k, raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -186,7 +188,7 @@ def test_a_count_that_cannot_be_written_changes_no_status(tmp_path, monkeypatch)
     monkeypatch.setattr(run_script, "quick_failures_file", lambda: tmp_path / "no-such-folder" / "count")
     monkeypatch.setenv("OUTPUT_DIR", str(tmp_path))
     monkeypatch.setenv("MAX_FAILED_ATTEMPTS", "3")
-    monkeypatch.setenv(launch.LAUNCHER_ENV, "1")
+    monkeypatch.setenv(LAUNCHER_ENV, "1")
     monkeypatch.delenv(run_script.OWN_BUDGET_ENV, raising=False)
     assert [run_script.end_status(code, 1.0) for code in (0, 4)] == [0, 4]
 
