@@ -24,7 +24,7 @@ from components.workloads.waits import finished
 
 #: The launcher of the toolbox image: skips a finished run, reopens a closed rendezvous, then runs torchrun.
 LAUNCHER = "/app/launch.py"
-#: The file the launcher writes in a run's output folder when its command exits 0 (training/launch.py's
+#: The file the launcher writes in a run's output folder when its command exits 0 (training/launch_markers.py's
 #: ``DONE_MARKER``, tied by tests/mock/test_resilience.py); a pod that finds it ends at once.
 LAUNCHER_DONE_MARKER = "DONE"
 #: Beside the launcher in the image: runs the job's script as ``python SCRIPT`` would, then ends the process without the

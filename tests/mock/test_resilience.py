@@ -53,7 +53,8 @@ def test_the_exit_codes_the_job_reacts_to_are_the_launchers() -> None:
     assert launch["EXIT_RENDEZVOUS_LOST"] == LAUNCHER_EXIT_RENDEZVOUS_LOST
     assert launch["EXIT_RUN_FAILED"] == LAUNCHER_EXIT_RUN_FAILED
     assert launch["EXIT_USAGE"] == LAUNCHER_EXIT_USAGE == USAGE_ERROR_EXIT_CODE
-    assert launch["DONE_MARKER"] == LAUNCHER_DONE_MARKER  # the local runner's "finished" line reads it
+    # the local runner's "finished" line reads the launcher's marker
+    assert _constants("training/launch_markers.py")["DONE_MARKER"] == LAUNCHER_DONE_MARKER
     # a stopped script's own code (the trainer's, the job contract's) is torchrun's business; the pod reports the
     # launcher's
     assert _constants("training/run_script.py")["EXIT_STOPPED"] not in (0, LAUNCHER_EXIT_STOPPED)
