@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 from components.workloads.pytorch import LAUNCHER_DONE_MARKER
 from stacks.cli import EXIT_FAILED, EXIT_OK, CommandError, add_stack_options, command, load_stack, parser_for
 from stacks.config import NAMESPACE
+from stacks.kinds import KINDS
 from stacks.local.report import LocalRunError
 from stacks.local.runner import LocalRunner
 from stacks.stackfile import REPO
@@ -82,7 +83,17 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     )
     for job in missing:
         runner.say(f"--resume {job}: no earlier run of {job} in {work}; a new run")
-    for job in (j for j in resume if j in extra and (runner.shared / resume[j] / LAUNCHER_DONE_MARKER).is_file()):
+    # a finished run its launcher skips (a pytorch job on the training image), not one started over with --fresh
+    finished = [
+        j
+        for j in resume
+        if j in extra
+        and j not in args.fresh
+        and j in plan.jobs
+        and KINDS[plan.jobs[j].kind].skips_finished_runs(plan.jobs[j])
+        and (runner.shared / resume[j] / LAUNCHER_DONE_MARKER).is_file()
+    ]
+    for job in finished:
         runner.say(
             f"--resume {job}: its run in {runner.shared / resume[job]} finished ({LAUNCHER_DONE_MARKER}), so it runs "
             "nothing and --args do not reach it; to train on from its checkpoint, start a new run (--args alone) whose "

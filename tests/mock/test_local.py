@@ -6,6 +6,7 @@ type's GPU/EFA settings."""
 
 import contextlib
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,28 @@ def test_a_pods_process_gets_no_pythonpath_of_the_shell(tmp_path: Path, monkeypa
     env = process_env(pod)
     assert "PYTHONPATH" not in env and env["EKS_TRAINING_TEST_MARK"] == "kept" and env["RANK"] == "0"
     assert process_env(Pod("t", 0, [], {"PYTHONPATH": "/app"}, tmp_path, tmp_path / "l"))["PYTHONPATH"] == "/app"
+
+
+@pytest.mark.parametrize("fresh", [False, True], ids=["resumed", "resumed and started over"])
+def test_resuming_a_finished_run_with_args_says_they_reach_nothing_unless_it_starts_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh: bool
+) -> None:
+    """``--resume train --args ...`` on a finished run of dev's ``train`` (the training image's launcher skips it)
+    says the arguments reach nothing; with ``--fresh train`` too, the run starts over and takes them: no such line."""
+    work = tmp_path / "work"
+    run = work / "shared" / "runs" / "train-old"
+    run.mkdir(parents=True)
+    (run / "DONE").write_text("{}\n")
+    (work / "runs.json").write_text(json.dumps({"train": {"outputDir": "runs/train-old"}}))
+    said: list[str] = []
+    monkeypatch.setattr(LocalRunner, "say", lambda self, text: said.append(text))
+    monkeypatch.setattr(LocalRunner, "run", lambda self, jobs=None: None)  # what is said before the jobs start
+    argv = ["--stack", "dev", "--work", str(work), "--job", "train", "--resume", "train", "--args", "train=--epochs 9"]
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        code = local_main(argv + (["--fresh", "train"] if fresh else []))
+    assert code == 0, err.getvalue()
+    told = [line for line in said if line.startswith("--resume train: its run in")]
+    if fresh:
+        assert not told, said
+    else:
+        assert len(told) == 1 and "--args do not reach it" in told[0], said
