@@ -763,6 +763,26 @@ def test_the_upgrading_guides_example_is_the_programs_output() -> None:
     assert len(shown) > 5 and [line for line in shown if line not in printed] == [], "\n".join(printed)
 
 
+def test_the_upgrade_pages_short_example_is_the_programs_output() -> None:
+    """docs/how-to/upgrading.md shows the summary of dev's stack file given ``tags``, shortened: every line it shows is
+    a line the program prints for that change, or, where it ends in ``, ...``, the start of one."""
+    guide = (REPO / "docs/how-to/upgrading.md").read_text()
+    block = guide.split("the dev stack's file gains `tags` (shortened):\n\n```text\n", 1)[1].split("```", 1)[0]
+    tagged = preset("dev")
+    tagged[P + "tags"] = {"team": "ml"}
+    printed = render_upgrade(
+        upgrade_report(compare(plan_of("dev", preset("dev")), plan_of("dev", tagged), "HEAD:Pulumi.dev.yaml"))
+    ).splitlines()
+
+    def shown_in_printed(line: str) -> bool:
+        if line.endswith(", ..."):
+            return any(p.startswith(line.removesuffix(" ...")) for p in printed)
+        return line in printed
+
+    shown = block.splitlines()
+    assert len(shown) > 3 and [line for line in shown if not shown_in_printed(line)] == [], "\n".join(printed)
+
+
 @pytest.mark.parametrize("minor", SUPPORTED_KUBERNETES_VERSIONS)
 def test_extended_support_is_billed_from_the_end_of_standard_support(minor: str) -> None:
     v = KUBERNETES_VERSIONS[minor]
