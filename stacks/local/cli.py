@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 from components.workloads.pytorch import LAUNCHER_DONE_MARKER
 from stacks.cli import EXIT_FAILED, EXIT_OK, CommandError, add_stack_options, command, load_stack, parser_for
 from stacks.config import NAMESPACE
-from stacks.kinds import KINDS
 from stacks.local.report import LocalRunError
 from stacks.local.runner import LocalRunner
 from stacks.stackfile import REPO
@@ -90,8 +89,7 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         if j in extra
         and j not in args.fresh
         and j in plan.jobs
-        and KINDS[plan.jobs[j].kind].skips_finished_runs(plan.jobs[j])
-        and (runner.shared / resume[j] / LAUNCHER_DONE_MARKER).is_file()
+        and runner.finished_before(plan.jobs[j], runner.shared / resume[j])
     ]
     for job in finished:
         runner.say(

@@ -194,6 +194,10 @@ class LocalRunner(DatasetStaging, LocalEtcd):
             "threads_per_proc": max(1, cpus // max(1, nodes * procs)),
         }
 
+    def finished_before(self, job: JobPlan, output: Path) -> bool:
+        """The job's processes end at once on its run folder ``output``: its launcher skips a finished run."""
+        return KINDS[job.kind].skips_finished_runs(job) and (output / LAUNCHER_DONE_MARKER).is_file()
+
     def spec(self, job: JobPlan) -> JobSpec:
         """The job's spec as the program gives it (:func:`stacks.plan.jobspec.job_spec`), with its extra arguments."""
         spec = job_spec(self.plan, job, namespace=LOCAL, pvc=LOCAL, image=LOCAL, helper_image=LOCAL)
@@ -214,7 +218,7 @@ class LocalRunner(DatasetStaging, LocalEtcd):
             aside = output.with_name(f"{output.name}.old-{_stamp()}")
             output.rename(aside)
             self.say(f"job {job.name}: a fresh run; the previous run's folder is moved aside to {aside}")
-        if KINDS[job.kind].skips_finished_runs(job) and (output / LAUNCHER_DONE_MARKER).is_file():
+        if self.finished_before(job, output):
             self.say(
                 f"job {job.name}: its run in {output} finished ({LAUNCHER_DONE_MARKER}), so its processes end at once; "
                 f"--fresh {job.name} starts it over"
