@@ -245,8 +245,10 @@ def _with_fix(e: Any) -> Optional[str]:
         if isinstance(got, str):
             # each word quoted: YAML 1.2 (Pulumi's reader) takes 1e-4 or 08 as numbers, where 1.1 does not
             words = shell_words(got)
-            if "," in got and all(w.endswith(",") for w in words[:-1]):
-                # a comma-separated list, as the AWS CLI takes them (subnet-a,subnet-b): its items, not one
+            flags = any(w.startswith("-") or "=" in w for w in words)
+            if "," in got and not flags and all(w.endswith(",") for w in words[:-1]):
+                # a comma-separated list, as the AWS CLI takes them (subnet-a,subnet-b): its items, not one; a
+                # command's flag (--gpus=0,1) is one argument
                 words = [w.strip() for w in got.split(",") if w.strip()]
             return f"{got!r} is a string, not a list; write a YAML list, e.g. {quoted_list(words)}"
         return f"{_yaml_kind(got)} is not a list; write a YAML list, e.g. [a, b]"

@@ -1850,6 +1850,19 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ],
     ),
     (
+        "arguments as one string, a flag's value holding a comma",
+        job(args="--gpus=0,1 --epochs 2"),
+        [
+            "eks-training:jobs.train.args: '--gpus=0,1 --epochs 2' is a string, not a list; write a YAML list, e.g. "
+            "['--gpus=0,1', '--epochs', '2']"
+        ],
+    ),
+    (
+        "one argument holding a comma",
+        job(args="--gpus=0,1"),
+        ["eks-training:jobs.train.args: '--gpus=0,1' is a string, not a list; write a YAML list, e.g. ['--gpus=0,1']"],
+    ),
+    (
         "zones separated by a comma and a space",
         setk("network", {"availabilityZones": "us-east-1a, us-east-1b"}),
         ["write a YAML list, e.g. ['us-east-1a', 'us-east-1b']"],
