@@ -68,7 +68,8 @@ from train_flags import (  # noqa: E402
     json_args,
 )
 from train_lease import acquire_lease  # noqa: E402
-from train_outputs import FAILED_MARKER, FORMAT_VERSION, give_up_run, read_failed_marker, write_final_artifacts  # noqa: E402
+from launch_markers import read_failed  # noqa: E402
+from train_outputs import FAILED_MARKER, FORMAT_VERSION, give_up_run, write_final_artifacts  # noqa: E402
 from train_progress import EpochStats, Progress, ScalarLog  # noqa: E402
 from train_setup import CifarData, ModelState, choose_resume, load_data, make_loader, make_model, restore  # noqa: E402
 from run_script import EXIT_STOPPED  # noqa: E402
@@ -186,7 +187,7 @@ def run(args: argparse.Namespace, ctx: DistContext, stop: StopRequest) -> int:
         args=json_args(args),
     )
 
-    marker = read_failed_marker(output_dir) if ctx.is_main else None
+    marker = read_failed(output_dir) if ctx.is_main else None
     wait_for_main(ctx, "failed-marker", args.checkpoint_deadline_seconds)
     failed = broadcast_object(ctx, marker)
     if failed is not None:

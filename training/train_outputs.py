@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -25,17 +24,6 @@ from train_stop import EXIT_OK
 
 FORMAT_VERSION = checkpointer.FORMAT_VERSION
 FAILED_MARKER = run_script.FAILED_MARKER
-
-
-def read_failed_marker(output_dir: Path) -> dict[str, Any] | None:
-    """Contents of ``FAILED`` (``{}`` if not JSON), or None when the run has not given up."""
-    try:
-        data = json.loads((output_dir / FAILED_MARKER).read_text())
-    except FileNotFoundError:
-        return None
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def give_up_run(

@@ -697,3 +697,11 @@ def test_failed_attempts_without_progress_end_the_run(digits: Path, tmp_path: Pa
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=patient(60), env=single_env())
     assert again.returncode == launch.EXIT_RUN_FAILED
     assert [e["event"] for e in ts.json_events(again.stdout)] == ["launch_start", "run_failed"]
+
+    # The trainer started without the launcher reads the same FAILED (launch_markers.read_failed) and ends at once.
+    direct = subprocess.run(
+        train_cmd(digits, out, *more), capture_output=True, text=True, timeout=patient(60), env=single_env()
+    )
+    assert direct.returncode == 0, direct.stdout + direct.stderr
+    earlier = [e for e in ts.json_events(direct.stdout) if e["event"] == "run_failed_earlier"]
+    assert len(earlier) == 1 and earlier[0]["failed"]["failures"] == 2, direct.stdout
