@@ -204,6 +204,33 @@ def missing_requirement(module: str) -> str:
     )
 
 
+def exit_if_not_installed(missing: ModuleNotFoundError) -> None:
+    """End the command with one line saying what to run (:func:`missing_requirement`) when ``missing`` is a package
+    this Python lacks; return when it is this project's own module or a part of a package this Python has."""
+    top = (missing.name or "").partition(".")[0]
+    if top and top not in OWN_PACKAGES and importlib.util.find_spec(top) is None:
+        sys.stderr.write(missing_requirement(missing.name or str(missing)) + "\n")
+        sys.exit(EXIT_USAGE)
+
+
+def import_alias(package: str) -> None:
+    """``python -m stacks.<name>``: import the alias's package before Python's ``-m`` does, so a requirement this
+    Python lacks is one line, as for ``python -m stacks``, not a traceback from the package's imports. ``package`` is
+    the ``stacks`` package's name (``eks_training.stacks`` when installed); any other ``-m`` is left alone."""
+    run = [a for a in sys.orig_argv[1:] if a == "-m" or a.startswith("-m")][:1]
+    if not run:
+        return
+    at = sys.orig_argv.index(run[0])
+    target = run[0][2:] or (sys.orig_argv[at + 1] if at + 1 < len(sys.orig_argv) else "")
+    name = target.removesuffix(".__main__")
+    if name.startswith(package + ".") and name.count(".") == package.count(".") + 1:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as missing:
+            exit_if_not_installed(missing)
+            raise
+
+
 def run_command(main: Callable[[], int]) -> NoReturn:
     """Exit with ``main()``'s status; a reader that closed the pipe early (``| head``) ends the command quietly with
     :data:`EXIT_BROKEN_PIPE` instead of a ``BrokenPipeError`` traceback
@@ -213,11 +240,8 @@ def run_command(main: Callable[[], int]) -> NoReturn:
         code = main()
         sys.stdout.flush()
     except ModuleNotFoundError as missing:
-        top = (missing.name or "").partition(".")[0]
-        if not top or top in OWN_PACKAGES or importlib.util.find_spec(top) is not None:
-            raise  # this project's own module, or a part of a package this Python has: a bug, not a missing install
-        sys.stderr.write(missing_requirement(missing.name or str(missing)) + "\n")
-        sys.exit(EXIT_USAGE)
+        exit_if_not_installed(missing)
+        raise  # this project's own module, or a part of a package this Python has: a bug, not a missing install
     except BrokenPipeError:
         # Python flushes stdout again at exit: point it at /dev/null so that flush cannot fail
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -73,11 +73,17 @@ def test_python_m_stacks_runs_as_a_user_runs_it() -> None:
     assert all(f"  {name} " in done.stdout for name in cli.TOOLS)
 
 
-def test_a_python_without_the_requirements_says_what_to_run_not_a_traceback() -> None:
+@pytest.mark.parametrize(
+    "command",
+    [["-m", "stacks", "plan"], ["-m", "stacks.plan"], ["-mstacks.local"], ["-m", "stacks.preflight.__main__"]],
+    ids=["command", "alias", "alias-joined", "alias-main"],
+)
+def test_a_python_without_the_requirements_says_what_to_run_not_a_traceback(command: list[str]) -> None:
     """A newcomer's shell without the virtualenv active: ``-S`` leaves out every site-packages, as a bare Python has
-    none of the requirements. One line names the module and the virtualenv; no traceback."""
+    none of the requirements. One line names the module and the virtualenv; no traceback. An alias
+    (``python -m stacks.plan``) says the same, though Python imports its package before the alias's code runs."""
     done = subprocess.run(
-        [sys.executable, "-S", "-m", "stacks", "plan", "--stack", "dev"],
+        [sys.executable, "-S", *command, "--stack", "dev"],
         cwd=REPO,
         capture_output=True,
         text=True,

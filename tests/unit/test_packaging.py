@@ -138,6 +138,8 @@ COMPUTED = {
     ("components/lazy.py", "f'{package}.{where[name]}'"): "a submodule of the package's own __name__, installed or not",
     # only asked whether it exists: a top-level package outside OWN_PACKAGES, named by a ModuleNotFoundError
     ("stacks/cli.py", "top"): "a requirement a ModuleNotFoundError names (not an own module): asked only if it exists",
+    # import_alias: the module `python -m` runs, checked to be a submodule of the stacks package's own __name__
+    ("stacks/cli.py", "name"): "python -m's module, a submodule of the package's own __name__, installed or not",
 }
 
 
