@@ -290,6 +290,56 @@ def test_an_mpi_image_without_its_open_mpi_prefix_is_a_config_error(monkeypatch:
     assert build_plan(load_config(PROJECT, "mpi-horovod", cfg)).images["nccl-tests"].mpi_prefix == "/opt/amazon/openmpi"
 
 
+def _mpi_job(cfg: dict, image: str) -> None:
+    """The mpi-horovod stack with its horovod job on ``image`` (None: the job's default, the training image)."""
+    job = cfg[f"{PROJECT}:jobs"]["horovod"]
+    job.pop("image", None)
+    if image is not None:
+        job["image"] = image
+
+
+def test_an_mpi_job_on_the_training_image_is_refused_for_its_missing_sshd_even_with_a_prefix() -> None:
+    """The training image has Open MPI (the EFA installer's, /opt/amazon/openmpi) but no sshd, which every MPI worker
+    runs: a prefix would pass and the workers fail on the cluster, so the refusal names the image, not mpiPrefix."""
+    cfg = stack_config("mpi-horovod")
+    _mpi_job(cfg, None)
+    for prefix in (None, "/opt/amazon/openmpi"):
+        if prefix:
+            cfg[f"{PROJECT}:images"]["training"] = {"context": "training", "mpiPrefix": prefix}
+        with pytest.raises(ConfigError) as exc:
+            load_config(PROJECT, "mpi-horovod", cfg, REPO)
+        (problem,) = exc.value.problems
+        assert problem.startswith(
+            "eks-training:jobs.horovod.image: MPI job horovod runs image 'training', which has no sshd (its base "
+            "public.ecr.aws/docker/library/ubuntu:24.04 ships none, and its Dockerfile installs none)"
+        ), problem
+        assert problem.endswith("(eks-training:images.horovod: {context: images/horovod}, then image: horovod)")
+
+
+def test_an_mpi_image_with_sshd_on_a_base_without_mpi_is_refused_for_its_missing_open_mpi(tmp_path: Path) -> None:
+    """A CUDA toolkit base ships no Open MPI; an image that installs sshd only has no mpirun for any prefix. One that
+    runs the EFA installer (AWS's Open MPI), or names MPI, may have it: then only the prefix is asked for."""
+    cuda = BASE_IMAGES["cuda-12.9.1-devel-ubuntu22.04"].ref
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    cfg = stack_config("mpi-horovod")
+    cfg[f"{PROJECT}:images"]["mine"] = {"context": "mine"}
+    _mpi_job(cfg, "mine")
+    install = "RUN apt-get update && apt-get install -y openssh-server\n"
+    for extra, expected in (
+        ("", "eks-training:jobs.horovod.image: MPI job horovod runs image 'mine', which has no Open MPI"),
+        ("RUN ./efa_installer.sh -y --skip-kmod\n", "eks-training:images.mine.mpiPrefix: MPI job horovod"),
+        ("ENV OPAL_PREFIX=/opt/amazon/openmpi\n", None),
+    ):
+        (folder / "Dockerfile").write_text(f"FROM {cuda}\n{install}{extra}")
+        try:
+            load_config(PROJECT, "mpi-horovod", cfg, tmp_path)
+            problems = []
+        except ConfigError as exc:
+            problems = exc.problems
+        assert [p[: len(expected)] for p in problems] == ([expected] if expected else []), problems
+
+
 def _copies(text: str) -> list[Copy]:
     return Dockerfile(Path("Dockerfile"), text).copies()
 

@@ -18,13 +18,21 @@ from stacks.kinds.base import JobKind
 def check_mpi_image(
     s: Sections, path: str, job_name: str, image_name: str, image: ImageConfig, problems: list[str]
 ) -> None:
-    """An MPI job's image says where its Open MPI is: the launcher runs ``<prefix>/bin/mpirun``, which makes Open MPI
-    start ``<prefix>/bin/orted`` on the workers with ``<prefix>/lib`` on their library path (orterun(1)); sshd gives
-    the workers' sessions neither the image's PATH nor its LD_LIBRARY_PATH."""
-    if image.mpi_prefix is not None:
-        return
+    """An MPI job's image has sshd and Open MPI, and says where its Open MPI is. Each worker runs sshd, and the
+    launcher runs ``<prefix>/bin/mpirun``, which makes Open MPI start ``<prefix>/bin/orted`` on the workers over ssh
+    with ``<prefix>/lib`` on their library path (orterun(1)); sshd gives the workers' sessions neither the image's
+    PATH nor its LD_LIBRARY_PATH."""
     dockerfile = image_dockerfile(s, image_name, image)
-    if dockerfile is not None and dockerfile.mpi_prefix():
+    if dockerfile is not None and image.context and (missing := _surely_lacks(dockerfile)):
+        problems.append(
+            f"{key(f'{path}.image')}: MPI job {job_name} runs image {image_name!r}, which has no {missing} (its base "
+            f"{(dockerfile.final_base() or '').partition('@')[0]} ships none, and its Dockerfile installs none): the "
+            "launcher runs mpirun, which reaches the workers over ssh, and each worker runs sshd; run an image that "
+            f"has both, such as the shipped one ({key('images.horovod')}: {{context: images/horovod}}, then image: "
+            "horovod)"
+        )
+        return
+    if image.mpi_prefix is not None or (dockerfile is not None and dockerfile.mpi_prefix()):
         return
     where = (
         f"its Dockerfile ({image.context}/{image.dockerfile}) sets no ENV OPAL_PREFIX"
@@ -36,6 +44,22 @@ def check_mpi_image(
         f"{where}; set mpiPrefix to the folder of the image's Open MPI (where bin/mpirun and bin/orted are, e.g. "
         "/opt/amazon/openmpi), so the workers' orted is found over ssh"
     )
+
+
+def _surely_lacks(dockerfile: Dockerfile) -> str:
+    """What an MPI job's image surely lacks, ``sshd`` or ``Open MPI`` (``""``: neither, or not known). Known only on a
+    catalogued final base, whose contents the catalog describes: none ships sshd (the shipped MPI images install
+    openssh-server), and an OS or CUDA toolkit base ships no MPI, where a framework's (NGC's) does. Then no
+    instruction but ``FROM`` names ssh, or MPI and the EFA installer (which installs AWS's Open MPI)."""
+    base = base_image(dockerfile.final_base() or "")
+    if base is None:
+        return ""
+    said = " ".join(args for word, args in dockerfile.instructions if word != "FROM")
+    if not re.search(r"ssh", said, re.I):
+        return "sshd"
+    if not base.python_packages and not re.search(r"mpi|efa_installer", said, re.I):
+        return "Open MPI"
+    return ""
 
 
 #: Files that say which Python packages an image installs besides its Dockerfile's own lines: pip's requirement and
