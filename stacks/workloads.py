@@ -37,7 +37,7 @@ from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment
 from stacks.kinds import KINDS, BuildContext, JobComponent
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
-from stacks.plan.images import tag_only_note
+from stacks.plan.images import image_warnings
 from stacks.plan.installs import runs_mpi_operator, uses_etcd
 from stacks.plan.jobspec import check_spec, job_spec, queue_job
 from stacks.plan.queues import RESOURCES, FlavorPlan
@@ -209,7 +209,7 @@ def _images(plan: Plan, out: Workloads) -> None:
     cfg = plan.config
     for image in plan.used_images:
         if image.prebuilt:
-            if note := tag_only_note(image):
+            for note in image_warnings(image, plan.jobs.values()):
                 pulumi.log.warn(note)
             out.image_uris[image.variant] = pulumi.Output.from_input(image.prebuilt)
             continue

@@ -9,7 +9,7 @@ other image is built (or pulled) once, as its configuration says.
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from components.catalog import InstanceType
 from components.catalog.gpus import compute_capability
@@ -23,7 +23,9 @@ from components.catalog.torch import (
 )
 from components.image.context import hash_build_context, image_tag_for
 from components.image.dockerfile import Dockerfile, read_dockerfile
+from stacks.bundle import TOOLBOX_IMAGE
 from stacks.config import StackConfig, key
+from stacks.kinds import KINDS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,6 +70,37 @@ def tag_only_note(image: ImagePlan) -> Optional[str]:
         f"Pin it by digest, {repo}@sha256:<digest>: the first Digest line of `docker buildx imagetools inspect "
         f"{image.prebuilt}`. The new reference starts its jobs' runs again, in new folders"
     )
+
+
+def prebuilt_scripts_note(image: ImagePlan, jobs: Mapping[str, str]) -> Optional[str]:
+    """A warning for a prebuilt image whose jobs (``jobs``: name -> kind) run this project's scripts from ``/app``
+    (a ``pytorch`` job's torchrun wrapper, the training image's launcher): a built image is checked for them
+    (:func:`stacks.config.rules.images.check_image_scripts`), a prebuilt one cannot be, and one such as NGC's has
+    none. ``None``: a built image, no job needs one, or the training image given prebuilt (every pod's helpers run
+    from it, so it is a build of training/ pushed elsewhere, as documented)."""
+    if image.prebuilt is None or image.name == TOOLBOX_IMAGE:
+        return None
+    needs = {
+        path: f"{why}, job {job}"
+        for job, kind in sorted(jobs.items())
+        for path, why in KINDS[kind].image_scripts(False).items()
+    }
+    if not needs:
+        return None
+    return (
+        f"{key(f'images.{image.name}.prebuilt')} {image.prebuilt} must hold this project's "
+        + ", ".join(f"{path} ({why})" for path, why in sorted(needs.items()))
+        + ": a prebuilt image is not read, and one not built from a copy of training/ (such as NGC's) has none, so "
+        f"the pods would fail at start. Build it from such a copy instead ({key(f'images.{image.name}.context')}; "
+        "docs/how-to/images-and-datasets.md), or run the jobs on the training image"
+    )
+
+
+def image_warnings(image: ImagePlan, jobs: Iterable[Any]) -> list[str]:
+    """What ``pulumi up`` warns of and the plan prints about ``image``; ``jobs``: the stack's planned jobs (each
+    with its ``name``, ``kind`` and ``image``)."""
+    on_it = {j.name: j.kind for j in jobs if j.image.variant == image.variant}
+    return [w for w in (tag_only_note(image), prebuilt_scripts_note(image, on_it)) if w]
 
 
 def gpu_capabilities(types: Iterable[InstanceType]) -> list[tuple[int, int]]:

@@ -23,7 +23,7 @@ from stacks.costs import estimate, node_hour
 from stacks.kinds import KINDS
 from stacks.plan import NodeGroupPlan, Plan, job_steps
 from stacks.plan.checklist import planned_checks
-from stacks.plan.images import tag_only_note
+from stacks.plan.images import image_warnings
 from stacks.plan.minors import unpinned_note
 from stacks.plan.prepull import prepulls
 from stacks.plan.report_text import render
@@ -251,7 +251,7 @@ def _images(plan: Plan) -> list[dict[str, Any]]:
                 "builtFrom": None if folder is None else str(folder),
                 "shipped": folder is not None and any(folder == shipped(f).resolve() for f in SHIPPED),
                 "prebuilt": image.prebuilt,
-                "warning": tag_only_note(image),
+                "warnings": image_warnings(image, plan.jobs.values()),
             }
         )
     return out

@@ -243,8 +243,7 @@ def _render_images(images: list[dict[str, Any]]) -> list[str]:
     for i in images:
         if i["builtFrom"] is None:
             lines.append(f"  {i['name']}: prebuilt {i['prebuilt']}")
-            if i.get("warning"):
-                lines.append(f"    warning: {i['warning']}")
+            lines.extend(f"    warning: {w}" for w in i.get("warnings", []))
         else:
             whose = "shipped with this project" if i["shipped"] else "the project's own"
             lines.append(f"  {i['name']}: built from {i['builtFrom']} ({whose})")

@@ -20,6 +20,7 @@ from components.workloads.tensorboard import tensorboard_command
 from stacks.config import load_config
 from stacks.config.benchmark import merged_experiments
 from stacks.kinds import KINDS
+from stacks.plan.report import report as plan_report
 from tests.harness import (
     JOB_OBJECT_TYPES,
     PROJECT,
@@ -409,6 +410,29 @@ def test_a_prebuilt_image_pinned_by_its_tag_alone_is_warned_of() -> None:
     assert warning.startswith(f"{PROJECT}:images.training.prebuilt {ref} is pinned by its tag alone"), warning
     assert "registry.example.com:5000/team/train@sha256:<digest>" in warning, warning
     assert {_container(j)["image"] for j in p.of_type("kubernetes:batch/v1:Job") if "stage" not in j.name} == {ref}
+
+
+def test_a_pytorch_job_on_a_prebuilt_image_of_another_key_is_warned_of_its_scripts() -> None:
+    """A pytorch job's pods run torchrun's wrapper from /app; a built image is checked for it, a prebuilt one (an NGC
+    image) cannot be: ``pulumi up`` and the plan warn, naming the key and the script, and the job runs as given."""
+    ref = "nvcr.io/nvidia/pytorch@sha256:" + "b" * 64
+    cfg = stack_config("g5")
+    cfg[f"{PROJECT}:images"] = {**cfg.get(f"{PROJECT}:images", {}), "ngc": {"prebuilt": ref}}
+    jobs = cfg[f"{PROJECT}:jobs"]
+    pytorch = sorted(name for name, job in jobs.items() if job.get("kind") == "pytorch")
+    for name in pytorch:
+        jobs[name]["image"] = "ngc"
+    p = run_program("g5", config=cfg)
+    assert p.error is None and pytorch
+    (warning,) = [w for w in p.warnings if "prebuilt" in w]
+    assert warning.startswith(
+        f"{PROJECT}:images.ngc.prebuilt {ref} must hold this project's /app/run_script.py (torchrun's wrapper of a "
+        f"pytorch job's script, job {pytorch[-1]})"
+    ), warning
+    assert f"{PROJECT}:images.ngc.context" in warning
+    plan = stacks.plan.build_plan(load_config(PROJECT, "g5", cfg, REPO))
+    (image,) = [i for i in plan_report(plan, "us-east-1")["images"] if i["name"] == "ngc"]
+    assert image["warnings"] == [warning]
 
 
 def test_s3_dataset_gets_a_read_only_pod_identity_role() -> None:
