@@ -278,6 +278,8 @@ def _operations(plan: Plan) -> dict[str, Any]:
                 # what the group's nodes cost per hour while they idle at its maximum size: what the alarm guards
                 "guardsPerHour": None if hour is None else round(hour * a.max_nodes, 4),
                 "maxNodes": a.max_nodes,
+                # a Capacity Block's instances are paid with the block: the alarm guards its root volumes only
+                "paidUpFront": plan.groups[a.group].capacity_type == "CAPACITY_BLOCK",
             }
         )
     return {

@@ -275,7 +275,12 @@ def _render_operations(ops: dict[str, Any]) -> list[str]:
     for a in ops["idleGpuAlarms"]:
         lines.append(
             f"  idle-GPU alarm on {a['nodeGroup']}: every GPU below {a['utilizationPercent']:g}% for {a['minutes']} "
-            f"min; guards {money(a['guardsPerHour'])} ({a['maxNodes']} node(s) at most)"
+            f"min; guards {money(a['guardsPerHour'])} ({a['maxNodes']} node(s) at most"
+            + (
+                "; the Capacity Block's instances are paid up front, so only their root volumes)"
+                if a.get("paidUpFront")
+                else ")"
+            )
             + (f"; mails {ops['alarmEmail']}" if ops["alarmEmail"] else "")
         )
     return lines

@@ -669,6 +669,16 @@ def test_capacity_block_instances_are_prepaid() -> None:
     line = next(c for c in estimate(build_plan(cfg)).lines if c.what.startswith("nodeGroups.gpu:"))
     assert line.running == pytest.approx(2 * 500 * SERVICE_PRICES["ebs-gp3"].usd / HOURS_PER_MONTH)
     assert "paid up front with the block" in line.basis
+    # the idle-GPU alarm guards the root volumes only, and the plan says why
+    from stacks.plan.report import render, report
+
+    text = render(report(build_plan(cfg), "us-east-1"))
+    (alarm,) = [line for line in text.splitlines() if "idle-GPU alarm on gpu" in line]
+    volumes = 2 * 500 * SERVICE_PRICES["ebs-gp3"].usd / HOURS_PER_MONTH
+    assert alarm.endswith(
+        f"guards ${volumes:.3f}/h (2 node(s) at most; the Capacity Block's instances are paid up front, so only their "
+        "root volumes)"
+    ), alarm
 
 
 @pytest.mark.parametrize(
