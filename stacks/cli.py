@@ -21,6 +21,7 @@ import functools
 import importlib
 import importlib.util
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,22 +214,32 @@ def exit_if_not_installed(missing: ModuleNotFoundError) -> None:
         sys.exit(EXIT_USAGE)
 
 
+#: Python's options that take no value and may come before ``m`` in one word (``python -Bm stacks.plan``).
+_FLAGS_THEN_M = re.compile(r"^-[bBdEhiIOPqRsSuvx]*m(.*)$")
+
+
 def import_alias(package: str) -> None:
     """``python -m stacks.<name>``: import the alias's package before Python's ``-m`` does, so a requirement this
     Python lacks is one line, as for ``python -m stacks``, not a traceback from the package's imports. ``package`` is
-    the ``stacks`` package's name (``eks_training.stacks`` when installed); any other ``-m`` is left alone."""
-    run = [a for a in sys.orig_argv[1:] if a == "-m" or a.startswith("-m")][:1]
-    if not run:
+    the ``stacks`` package's name (``eks_training.stacks`` when installed); any other ``-m``, and an alias that is a
+    plain module (its imports are its own, and ``-m`` warns of a module imported before it runs it), is left alone."""
+    argv = sys.orig_argv
+    found = next(((i, m) for i, a in enumerate(argv[1:], 1) if (m := _FLAGS_THEN_M.match(a))), None)
+    if found is None:
         return
-    at = sys.orig_argv.index(run[0])
-    target = run[0][2:] or (sys.orig_argv[at + 1] if at + 1 < len(sys.orig_argv) else "")
+    at, match = found
+    target = match.group(1) or (argv[at + 1] if at + 1 < len(argv) else "")
     name = target.removesuffix(".__main__")
-    if name.startswith(package + ".") and name.count(".") == package.count(".") + 1:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as missing:
-            exit_if_not_installed(missing)
-            raise
+    if not name.startswith(package + ".") or name.count(".") != package.count(".") + 1:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.submodule_search_locations is None:
+        return
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as missing:
+        exit_if_not_installed(missing)
+        raise
 
 
 def run_command(main: Callable[[], int]) -> NoReturn:

@@ -11,7 +11,8 @@ Exit codes (the pod's):
 * 69 (:data:`EXIT_RENDEZVOUS_LOST`) -- the command failed and etcd is unreachable right after: the rendezvous went
   with etcd (rescheduled, its node drained); the next pod waits for etcd, fails (1) if it stays away (Ignore);
 * 2 -- usage error (FailJob); 127 -- the command could not be started; 1 -- etcd unreachable within
-  ``--etcd-wait-seconds``, ``DIR/DONE`` unreadable, or no torch to encode a new state;
+  ``--etcd-wait-seconds``, ``DIR/DONE`` or ``DIR/FAILED`` unreadable (an I/O error: whether the run is over is
+  unknown), or no torch to encode a new state;
 * otherwise the command's own exit code (128 + N if it died of signal N)."""
 
 from __future__ import annotations
@@ -80,7 +81,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         log("exec_failed", command=args.command, error=repr(exc))
         return EXIT_EXEC_FAILED
-    code = pod_exit_code(args, supervisor, command_code)
+    try:
+        code = pod_exit_code(args, supervisor, command_code)
+    except LaunchError as exc:  # DONE or FAILED unreadable after the command: unknown whether the run is over
+        log("launch_failed", error=str(exc))
+        print(f"launch.py: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     if code == EXIT_OK:
         record_goodput(args)
     return code

@@ -69,12 +69,19 @@ def record_done(output_dir: Path, command_code: int) -> dict[str, Any] | None:
 
 def read_failed(output_dir: Path) -> dict[str, Any] | None:
     """Contents of ``DIR/FAILED`` (``{"text": ...}``, its first 500 characters, if not JSON: a user's program may
-    write its reason as plain text), or ``None`` when the run has not given up."""
+    write its reason as plain text; ``{}`` when it exists and cannot be read, such as a folder), or ``None`` when the
+    run has not given up. A read that fails while the marker's existence is unknown (an I/O error on the shared
+    volume) raises :class:`LaunchError`: it must not pass for a run that gave up, nor for one that did not."""
+    marker = output_dir / FAILED_MARKER
     try:
-        text = (output_dir / FAILED_MARKER).read_text(errors="replace")
+        text = marker.read_text(errors="replace")
     except FileNotFoundError:
         return None
-    except OSError:
+    except OSError as exc:
+        try:
+            marker.lstat()
+        except OSError:
+            raise LaunchError(f"cannot read {marker}: {exc!r}") from exc
         return {}
     try:
         data = json.loads(text)

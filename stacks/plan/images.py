@@ -7,6 +7,7 @@ the GPUs (and on CPU nodes), another build of the same torch release only for GP
 other image is built (or pulled) once, as its configuration says.
 """
 
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
@@ -25,6 +26,7 @@ from components.image.context import hash_build_context, image_tag_for
 from components.image.dockerfile import Dockerfile, read_dockerfile
 from stacks.bundle import TOOLBOX_IMAGE
 from stacks.config import StackConfig, key
+from stacks.config.rules.images import training_imports
 from stacks.kinds import KINDS
 
 
@@ -80,16 +82,20 @@ def prebuilt_scripts_note(image: ImagePlan, jobs: Mapping[str, str]) -> Optional
     from it, so it is a build of training/ pushed elsewhere, as documented)."""
     if image.prebuilt is None or image.name == TOOLBOX_IMAGE:
         return None
-    needs = {
-        path: f"{why}, job {job}"
-        for job, kind in sorted(jobs.items())
-        for path, why in KINDS[kind].image_scripts(False).items()
-    }
+    needs: dict[str, tuple[str, list[str]]] = {}
+    for job, kind in sorted(jobs.items()):
+        for path, why in KINDS[kind].image_scripts(False).items():
+            needs.setdefault(path, (why, []))[1].append(job)
     if not needs:
         return None
+    modules = sorted({m for path in needs for m in training_imports(posixpath.basename(path))})
     return (
         f"{key(f'images.{image.name}.prebuilt')} {image.prebuilt} must hold this project's "
-        + ", ".join(f"{path} ({why})" for path, why in sorted(needs.items()))
+        + ", ".join(
+            f"{path} ({why}, for job{'s' if len(names) > 1 else ''} {', '.join(names)})"
+            for path, (why, names) in sorted(needs.items())
+        )
+        + (f" with {', '.join(modules)} beside it" if modules else "")
         + ": a prebuilt image is not read, and one not built from a copy of training/ (such as NGC's) has none, so "
         f"the pods would fail at start. Build it from such a copy instead ({key(f'images.{image.name}.context')}; "
         "docs/how-to/images-and-datasets.md), or run the jobs on the training image"

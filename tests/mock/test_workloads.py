@@ -427,7 +427,8 @@ def test_a_pytorch_job_on_a_prebuilt_image_of_another_key_is_warned_of_its_scrip
     (warning,) = [w for w in p.warnings if "prebuilt" in w]
     assert warning.startswith(
         f"{PROJECT}:images.ngc.prebuilt {ref} must hold this project's /app/run_script.py (torchrun's wrapper of a "
-        f"pytorch job's script, job {pytorch[-1]})"
+        f"pytorch job's script, for job{'s' if len(pytorch) > 1 else ''} {', '.join(pytorch)}) with process_end.py "
+        "beside it"
     ), warning
     assert f"{PROJECT}:images.ngc.context" in warning
     plan = stacks.plan.build_plan(load_config(PROJECT, "g5", cfg, REPO))

@@ -73,10 +73,30 @@ def test_python_m_stacks_runs_as_a_user_runs_it() -> None:
     assert all(f"  {name} " in done.stdout for name in cli.TOOLS)
 
 
+def test_an_alias_that_is_a_module_runs_without_a_warning() -> None:
+    """``python -m stacks.rehearse`` is a module, not a package: imported before ``-m`` runs it, Python would warn
+    (``found in sys.modules``), and fail under ``-W error``. The package leaves it to ``-m``."""
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "stacks.rehearse", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=patient(120),
+    )
+    assert done.returncode == 0 and "RuntimeWarning" not in done.stderr, done.stderr
+    assert done.stdout.startswith("usage: python -m stacks.rehearse"), done.stdout
+
+
 @pytest.mark.parametrize(
     "command",
-    [["-m", "stacks", "plan"], ["-m", "stacks.plan"], ["-mstacks.local"], ["-m", "stacks.preflight.__main__"]],
-    ids=["command", "alias", "alias-joined", "alias-main"],
+    [
+        ["-m", "stacks", "plan"],
+        ["-m", "stacks.plan"],
+        ["-mstacks.local"],
+        ["-m", "stacks.preflight.__main__"],
+        ["-Bm", "stacks.box"],
+    ],
+    ids=["command", "alias", "alias-joined", "alias-main", "alias-after-flags"],
 )
 def test_a_python_without_the_requirements_says_what_to_run_not_a_traceback(command: list[str]) -> None:
     """A newcomer's shell without the virtualenv active: ``-S`` leaves out every site-packages, as a bare Python has

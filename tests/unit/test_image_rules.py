@@ -325,11 +325,21 @@ def test_an_mpi_image_with_sshd_on_a_base_without_mpi_is_refused_for_its_missing
     cfg = stack_config("mpi-horovod")
     cfg[f"{PROJECT}:images"]["mine"] = {"context": "mine"}
     _mpi_job(cfg, "mine")
+    (folder / "setup.sh").write_text("apt-get install -y openssh-server openmpi-bin\n")
+    (folder / "unrelated.py").write_text("# sshd, mpirun\n")
     install = "RUN apt-get update && apt-get install -y openssh-server\n"
+    no_mpi = "eks-training:jobs.horovod.image: MPI job horovod runs image 'mine', which has no Open MPI"
+    prefix = "eks-training:images.mine.mpiPrefix: MPI job horovod"
     for extra, expected in (
-        ("", "eks-training:jobs.horovod.image: MPI job horovod runs image 'mine', which has no Open MPI"),
-        ("RUN ./efa_installer.sh -y --skip-kmod\n", "eks-training:images.mine.mpiPrefix: MPI job horovod"),
+        ("", no_mpi),
+        ("RUN ./efa_installer.sh -y --skip-kmod\n", prefix),
+        ("RUN wget -q https://example.com/hpcx-v2.21-gcc.tbz && tar xf hpcx-v2.21-gcc.tbz\n", prefix),
         ("ENV OPAL_PREFIX=/opt/amazon/openmpi\n", None),
+        # an install in a script the Dockerfile runs, or in files a RUN mounts: read, or not known
+        ("COPY setup.sh /tmp/\nRUN sh /tmp/setup.sh\nENV OPAL_PREFIX=/usr\n", None),
+        ("RUN --mount=type=bind,source=setup.sh,target=/s.sh sh /s.sh\n", prefix),
+        # a file of the context that no RUN names says nothing of the image
+        ("COPY unrelated.py /app/\n", no_mpi),
     ):
         (folder / "Dockerfile").write_text(f"FROM {cuda}\n{install}{extra}")
         try:
@@ -337,7 +347,17 @@ def test_an_mpi_image_with_sshd_on_a_base_without_mpi_is_refused_for_its_missing
             problems = []
         except ConfigError as exc:
             problems = exc.problems
-        assert [p[: len(expected)] for p in problems] == ([expected] if expected else []), problems
+        assert [p[: len(expected)] for p in problems] == ([expected] if expected else []), (extra, problems)
+    # the image's mpiPrefix says where its Open MPI is: not refused for the want of one the files name
+    (folder / "Dockerfile").write_text(f"FROM {cuda}\n{install}RUN tar xf /tmp/ompi.tgz -C /opt\n")
+    cfg[f"{PROJECT}:images"]["mine"]["mpiPrefix"] = "/opt/ompi"
+    load_config(PROJECT, "mpi-horovod", cfg, tmp_path)
+    # a setup script that installs sshd, run by the Dockerfile, is read
+    (folder / "Dockerfile").write_text(f"FROM {cuda}\nCOPY setup.sh /tmp/\nRUN /tmp/setup.sh\n")
+    load_config(PROJECT, "mpi-horovod", cfg, tmp_path)
+    (folder / "Dockerfile").write_text(f"FROM {cuda}\nRUN echo nothing\n")
+    with pytest.raises(ConfigError, match="which has no sshd"):
+        load_config(PROJECT, "mpi-horovod", cfg, tmp_path)
 
 
 def _copies(text: str) -> list[Copy]:

@@ -226,3 +226,36 @@ def test_the_line_of_a_start_is_the_one_the_goodput_ledger_reads(monkeypatch: py
 
     goodput.LineWatcher(Ledger()).line(line)  # type: ignore[arg-type]
     assert opened == ["start"]
+
+
+def test_failed_is_read_as_given_up_only_when_it_exists(tmp_path, monkeypatch) -> None:
+    """FAILED as plain text is its reason; a FAILED that cannot be read (a folder) still means the run gave up; a read
+    that fails while no FAILED exists (an I/O error on the shared volume) is neither: LaunchError, and the launcher
+    exits 1 (retried) instead of 3 (the Job failed) or going on to train and record DONE."""
+    import errno
+
+    assert launch_markers.read_failed(tmp_path) is None
+    (tmp_path / "FAILED").write_text("out of data\n")
+    assert launch_markers.read_failed(tmp_path) == {"text": "out of data"}
+    (tmp_path / "FAILED").unlink()
+    (tmp_path / "FAILED").mkdir()
+    assert launch_markers.read_failed(tmp_path) == {}
+    (tmp_path / "FAILED").rmdir()
+
+    read_text = Path.read_text
+
+    def eio(self: Path, *args, **kwargs) -> str:
+        if self.name == "FAILED":
+            raise OSError(errno.EIO, "Input/output error", str(self))
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", eio)
+    with pytest.raises(launch.LaunchError, match="cannot read .*FAILED"):
+        launch_markers.read_failed(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = ["--output-dir", str(out), "--rdzv-backend", "c10d", "--rdzv-id", "eio", "--", sys.executable, "-c", "0"]
+    assert launch.main(argv) == launch.EXIT_FAILURE
+    assert not (out / "DONE").exists()
+    monkeypatch.undo()
+    assert launch.main(argv) == launch.EXIT_OK and (out / "DONE").is_file(), "the same launch, FAILED readable"

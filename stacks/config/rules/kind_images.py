@@ -23,7 +23,9 @@ def check_mpi_image(
     with ``<prefix>/lib`` on their library path (orterun(1)); sshd gives the workers' sessions neither the image's
     PATH nor its LD_LIBRARY_PATH."""
     dockerfile = image_dockerfile(s, image_name, image)
-    if dockerfile is not None and image.context and (missing := _surely_lacks(dockerfile)):
+    folder = s.image_folders.get(image_name, s.project_dir / image.context) if image.context else None
+    missing = _surely_lacks(dockerfile, folder, image) if dockerfile is not None and folder is not None else ""
+    if dockerfile is not None and missing:
         problems.append(
             f"{key(f'{path}.image')}: MPI job {job_name} runs image {image_name!r}, which has no {missing} (its base "
             f"{(dockerfile.final_base() or '').partition('@')[0]} ships none, and its Dockerfile installs none): the "
@@ -46,20 +48,34 @@ def check_mpi_image(
     )
 
 
-def _surely_lacks(dockerfile: Dockerfile) -> str:
+def _surely_lacks(dockerfile: Dockerfile, folder: Path, image: ImageConfig) -> str:
     """What an MPI job's image surely lacks, ``sshd`` or ``Open MPI`` (``""``: neither, or not known). Known only on a
     catalogued final base, whose contents the catalog describes: none ships sshd (the shipped MPI images install
-    openssh-server), and an OS or CUDA toolkit base ships no MPI, where a framework's (NGC's) does. Then no
-    instruction but ``FROM`` names ssh, or MPI and the EFA installer (which installs AWS's Open MPI)."""
+    openssh-server), and an OS or CUDA toolkit base ships no MPI, where a framework's (NGC's) does. Then neither the
+    Dockerfile's instructions but ``FROM`` nor the build context's files a ``RUN`` names (a setup script, a package
+    list) name ssh, or MPI (Open MPI, HPC-X, AWS's EFA installer, which installs Open MPI). A ``RUN`` that mounts
+    files of the context, or an ``mpiPrefix`` set for the image, leaves it unknown."""
     base = base_image(dockerfile.final_base() or "")
-    if base is None:
+    runs = [args for word, args in dockerfile.instructions if word == "RUN"]
+    if base is None or any(re.search(r"--mount=[^ ]*type=bind", args) for args in runs):
         return ""
     said = " ".join(args for word, args in dockerfile.instructions if word != "FROM")
+    said += " " + " ".join(_files_run(folder, image.dockerfile, runs))
     if not re.search(r"ssh", said, re.I):
         return "sshd"
-    if not base.python_packages and not re.search(r"mpi|efa_installer", said, re.I):
+    if image.mpi_prefix is None and not base.python_packages and not re.search(r"mpi|hpcx|efa_installer", said, re.I):
         return "Open MPI"
     return ""
+
+
+def _files_run(folder: Path, dockerfile_name: str, runs: list[str]) -> list[str]:
+    """The text of each file of the build context whose name a ``RUN`` instruction names."""
+    texts = []
+    for entry in collect_build_context(str(folder), dockerfile_name):
+        name = posixpath.basename(entry.path)
+        if not entry.is_symlink and any(re.search(rf"(^|[\s/'\"=]){re.escape(name)}\b", args) for args in runs):
+            texts.append((folder / entry.path).read_text(errors="replace"))
+    return texts
 
 
 #: Files that say which Python packages an image installs besides its Dockerfile's own lines: pip's requirement and
