@@ -178,7 +178,10 @@ def build_jobs(target: JobTarget) -> Workloads:
         )
     if target.env is not None:  # the cluster stack: the MPI Operator, the teams' namespaces, Kueue and the queues
         _cluster_services(target.env, plan, namespace, out, target.k8s_opts)
-    out.staging.update(_staging(target, namespace, out.image_uris[TOOLBOX_IMAGE], pod_opts))
+    # a jobs-only stack without jobs builds no toolbox (Plan.used_images): no dataset to stage, no TensorBoard
+    toolbox = out.image_uris.get(TOOLBOX_IMAGE)
+    if toolbox is not None:
+        out.staging.update(_staging(target, namespace, toolbox, pod_opts))
     deferred = _deferred_jobs(plan, target.waiting_groups)
     for job in plan.jobs.values():
         if job.name in deferred:
@@ -188,7 +191,7 @@ def build_jobs(target: JobTarget) -> Workloads:
         plan.config.benchmark is not None and target.env is not None
     ):  # a jobs-only stack has no benchmark (config rules)
         out.collector = build_collector(target.env, out.jobs, out.image_uris, namespace)
-    out.tensorboard = _tensorboard(target, namespace, out.image_uris[TOOLBOX_IMAGE], pod_opts)
+    out.tensorboard = _tensorboard(target, namespace, toolbox, pod_opts) if toolbox is not None else None
     return out
 
 

@@ -298,8 +298,11 @@ class Plan:
 
     @property
     def used_images(self) -> list[ImagePlan]:
-        """The images the stack runs: the toolbox (staging, waits, checks) and every job's image."""
-        used = [self.images[TOOLBOX_IMAGE], *(i for j in self.jobs.values() for i in (j.image, j.toolbox))]
+        """The images the stack runs: the toolbox (staging, waits, checks) and every job's image. A jobs-only stack
+        without jobs runs none: the cluster's stack runs the environment's."""
+        jobs_only = self.config.cluster.stack_reference is not None
+        toolbox = [] if jobs_only and not self.jobs else [self.images[TOOLBOX_IMAGE]]
+        used = [*toolbox, *(i for j in self.jobs.values() for i in (j.image, j.toolbox))]
         return list({i.variant: i for i in used}.values())
 
     @property

@@ -243,7 +243,8 @@ def _images(plan: Plan) -> list[dict[str, Any]]:
     """Each image: the folder it is built from (the project's own, or one shipped with this project), or the
     prebuilt image it pulls."""
     out = []
-    for image in plan.images.values():
+    used = {i.name for i in plan.used_images}
+    for image in (i for i in plan.images.values() if i.name in used):
         folder = image.context.resolve() if image.context is not None else None
         out.append(
             {

@@ -38,7 +38,7 @@ def _render_jobs_only(r: dict[str, Any]) -> str:
         + [f"note: {n}" for n in r.get("unread") or ()],
         [f"node groups of {ref} the jobs are placed for (this stack's copy of its nodeGroups):"]
         + [_render_node_group(g)[0] for g in r["nodeGroups"]],
-        _render_jobs(r["jobs"], r["crowdedSteps"]),
+        _render_jobs(r["jobs"], r["crowdedSteps"], jobs_only=True),
         _render_images(r["images"]),
         _render_pre_pulls(r["prePulls"]),
         [
@@ -117,13 +117,18 @@ def _render_node_group(g: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _render_jobs(jobs: list[dict[str, Any]], crowded: list[dict[str, Any]]) -> list[str]:
+def _render_jobs(jobs: list[dict[str, Any]], crowded: list[dict[str, Any]], jobs_only: bool = False) -> list[str]:
     """The jobs section, by step, then the steps whose jobs a group cannot hold at once."""
+    none = (
+        "jobs: none: this stack runs nothing on the cluster (a `pulumi up` removes the jobs it made before)"
+        if jobs_only
+        else "jobs: none (the environment only)"
+    )
     lines = [
         "jobs, by step (the jobs of a step start together, side by side, as far as their groups hold them; a job "
         "starts once the jobs in its after completed):"
         if jobs
-        else "jobs: none (the environment only)"
+        else none
     ]
     for j in jobs:
         lines.extend(_render_job(j))
@@ -239,6 +244,8 @@ def _render_storage(st: dict[str, Any]) -> list[str]:
 
 def _render_images(images: list[dict[str, Any]]) -> list[str]:
     """Where each image comes from."""
+    if not images:
+        return ["images: none (no pod of this stack runs one)"]
     lines = ["images (CodeBuild builds each folder; a folder the project lacks is the one shipped of that name):"]
     for i in images:
         if i["builtFrom"] is None:

@@ -14,7 +14,7 @@ import pulumi
 import pytest
 import yaml
 
-from stacks.config import ConfigError
+from stacks.config import ConfigError, load_config
 from stacks.jobs_only import JobsOnlyError
 from stacks.plan.queues import PRIORITY_LABEL, QUEUE_LABEL
 from tests.harness import JOB_OBJECT_TYPES, PROJECT, REPO, STACK_OUTPUTS, resolve, run_program
@@ -118,6 +118,23 @@ def test_a_jobs_only_stack_registers_only_its_jobs_into_its_teams_queue(cluster,
     outputs = {k: resolve(pulumi.Output.from_input(v)) for k, v in vision.outputs.items()}
     assert outputs["namespace"] == "vision" and outputs["localQueue"] == "vision"
     assert "-n vision" in outputs["jobs"]["train"]["waitCommand"]
+
+
+def test_a_jobs_only_stack_without_jobs_builds_no_image_and_says_it_runs_nothing(cluster) -> None:
+    """Its jobs all removed (to end them), a team's stack deploys and makes nothing: no training image is built in
+    CodeBuild for helpers no pod runs. The plan says it runs nothing, not "the environment only"."""
+    from stacks.plan import build_plan
+    from stacks.plan.report import render, report
+
+    config = {k: v for k, v in _config("vision").items() if k not in (f"{PROJECT}:jobs", f"{PROJECT}:datasets")}
+    program = run_program("vision", config=config)
+    assert program.error is None, program.error
+    types = {r.type for r in program.registrations}
+    assert not [t for t in types if "codebuild" in t or "ecr/" in t or t.endswith(":TrainingImage")], sorted(types)
+    assert not [r for r in program.registrations if r.type in JOB_OBJECT_TYPES]
+    text = render(report(build_plan(load_config(PROJECT, "vision", config, REPO)), "us-east-1"))
+    assert "jobs: none: this stack runs nothing on the cluster" in text, text
+    assert "the environment only" not in text
 
 
 def test_a_team_the_referenced_stack_does_not_have_fails_the_deployment_naming_the_key(cluster) -> None:
