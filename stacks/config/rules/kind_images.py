@@ -68,13 +68,19 @@ def _surely_lacks(dockerfile: Dockerfile, folder: Path, image: ImageConfig) -> s
     return ""
 
 
+#: The largest file of a build context read as a script a ``RUN`` runs (a tarball or a model it names is not one).
+SCRIPT_BYTES_MAX = 1 << 20
+
+
 def _files_run(folder: Path, dockerfile_name: str, runs: list[str]) -> list[str]:
-    """The text of each file of the build context whose name a ``RUN`` instruction names."""
+    """The text of each file of the build context (up to :data:`SCRIPT_BYTES_MAX`) whose name a ``RUN`` names."""
     texts = []
     for entry in collect_build_context(str(folder), dockerfile_name):
-        name = posixpath.basename(entry.path)
-        if not entry.is_symlink and any(re.search(rf"(^|[\s/'\"=]){re.escape(name)}\b", args) for args in runs):
-            texts.append((folder / entry.path).read_text(errors="replace"))
+        name, path = posixpath.basename(entry.path), folder / entry.path
+        if entry.is_symlink or not any(re.search(rf"(^|[\s/'\"=]){re.escape(name)}\b", args) for args in runs):
+            continue
+        if path.stat().st_size <= SCRIPT_BYTES_MAX:
+            texts.append(path.read_text(errors="replace"))
     return texts
 
 
