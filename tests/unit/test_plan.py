@@ -836,17 +836,24 @@ def test_the_plan_says_when_a_groups_max_size_cannot_hold_a_steps_jobs_at_once()
 
 def test_the_plan_says_which_folder_each_image_is_built_from(tmp_path: Path) -> None:
     """An image of the project's own folder, one whose folder the project lacks (the shipped one of that name is
-    built), and a prebuilt one, each named as such."""
+    built), and a prebuilt one, each named as such; one no job runs is not listed as built, only noted."""
     shutil.copytree(REPO / "training", tmp_path / "my-training", ignore=shutil.ignore_patterns("__pycache__"))
+    job = {"kind": "command", "nodeGroup": "cpu", "command": ["true"]}
     cfg = {
         "aws:region": "us-east-1",
+        "eks-training:nodeGroups": {
+            "cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1}
+        },
         "eks-training:images": {
             "training": {"context": "my-training"},
             "nccl-tests": {"context": "images/nccl-tests"},
             "other": {"prebuilt": "public.ecr.aws/docker/library/python:3.12"},
+            "unused": {"prebuilt": "public.ecr.aws/docker/library/python@sha256:" + "c" * 64},
         },
+        "eks-training:jobs": {"a": {**job, "image": "nccl-tests"}, "b": {**job, "image": "other", "after": ["a"]}},
     }
     text = render(report(build_plan(load_config("eks-training", "unit", cfg, project_dir=tmp_path)), "us-east-1"))
+    assert "  unused:" not in text and "eks-training:images.unused: no job runs it" in text, text
     assert f"  training: built from {tmp_path / 'my-training'} (the project's own)" in text
     assert f"  nccl-tests: built from {REPO / 'images' / 'nccl-tests'} (shipped with this project)" in text
     assert (
