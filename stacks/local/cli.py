@@ -82,14 +82,12 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     )
     for job in missing:
         runner.say(f"--resume {job}: no earlier run of {job} in {work}; a new run")
-    # a finished run its launcher skips (a pytorch job on the training image), not one started over with --fresh
+    # a finished run its launcher skips (a pytorch job on the training image), not one started over with --fresh;
+    # every job named is one of the plan's (_check_names)
     finished = [
         j
         for j in resume
-        if j in extra
-        and j not in args.fresh
-        and j in plan.jobs
-        and runner.finished_before(plan.jobs[j], runner.shared / resume[j])
+        if j in extra and j not in args.fresh and runner.finished_before(plan.jobs[j], runner.shared / resume[j])
     ]
     for job in finished:
         runner.say(

@@ -759,8 +759,7 @@ def test_the_upgrading_guides_example_is_the_programs_output() -> None:
             )
         )
     ).splitlines()
-    shown = [line for line in block.splitlines() if line.strip() != "..."]
-    assert len(shown) > 5 and [line for line in shown if line not in printed] == [], "\n".join(printed)
+    assert _not_printed(block, printed, at_least=5) == [], "\n".join(printed)
 
 
 def test_the_upgrade_pages_short_example_is_the_programs_output() -> None:
@@ -773,14 +772,21 @@ def test_the_upgrade_pages_short_example_is_the_programs_output() -> None:
     printed = render_upgrade(
         upgrade_report(compare(plan_of("dev", preset("dev")), plan_of("dev", tagged), "HEAD:Pulumi.dev.yaml"))
     ).splitlines()
+    assert _not_printed(block, printed, at_least=3) == [], "\n".join(printed)
 
-    def shown_in_printed(line: str) -> bool:
+
+def _not_printed(block: str, printed: list[str], *, at_least: int) -> list[str]:
+    """The lines of a page's example (``block``) the program did not print: a line ``...`` elides lines, one ending in
+    ``, ...`` is the start of a printed line; the example shows more than ``at_least`` lines."""
+    shown = [line for line in block.splitlines() if line.strip() != "..."]
+    assert len(shown) > at_least, block
+
+    def printed_as(line: str) -> bool:
         if line.endswith(", ..."):
             return any(p.startswith(line.removesuffix(" ...")) for p in printed)
         return line in printed
 
-    shown = block.splitlines()
-    assert len(shown) > 3 and [line for line in shown if not shown_in_printed(line)] == [], "\n".join(printed)
+    return [line for line in shown if not printed_as(line)]
 
 
 @pytest.mark.parametrize("minor", SUPPORTED_KUBERNETES_VERSIONS)
