@@ -359,9 +359,9 @@ def test_an_mpi_image_with_sshd_on_a_base_without_mpi_is_refused_for_its_missing
     with pytest.raises(ConfigError, match="which has no sshd"):
         load_config(PROJECT, "mpi-horovod", cfg, tmp_path)
     # a large file a RUN names (a tarball, a model) is not read as a script: the rule stays quick
-    from stacks.config.rules.kind_images import SCRIPT_BYTES_MAX
+    from stacks.config.rules.kind_images import READ_BYTES_MAX
 
-    (folder / "big.bin").write_text("openssh-server\n" + "x" * SCRIPT_BYTES_MAX)
+    (folder / "big.bin").write_text("openssh-server\n" + "x" * READ_BYTES_MAX)
     (folder / "Dockerfile").write_text(f"FROM {cuda}\nCOPY big.bin /tmp/\nRUN tar xf /tmp/big.bin\n")
     with pytest.raises(ConfigError, match="which has no sshd"):
         load_config(PROJECT, "mpi-horovod", cfg, tmp_path)

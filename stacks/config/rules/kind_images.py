@@ -5,6 +5,7 @@ import fnmatch
 import posixpath
 import re
 from pathlib import Path
+from typing import Callable
 
 from components.catalog.charts import base_image
 from components.image.context import collect_build_context
@@ -59,8 +60,12 @@ def _surely_lacks(dockerfile: Dockerfile, folder: Path, image: ImageConfig) -> s
     runs = [args for word, args in dockerfile.instructions if word == "RUN"]
     if base is None or any(re.search(r"--mount=[^ ]*type=bind", args) for args in runs):
         return ""
-    said = " ".join(args for word, args in dockerfile.instructions if word != "FROM")
-    said += " " + " ".join(_files_run(folder, image.dockerfile, runs))
+    said = _image_text(
+        folder,
+        image.dockerfile,
+        dockerfile,
+        lambda name: any(re.search(rf"(^|[\s/'\"=]){re.escape(name)}\b", args) for args in runs),
+    )
     if not re.search(r"ssh", said, re.I):
         return "sshd"
     if image.mpi_prefix is None and not base.python_packages and not re.search(r"mpi|hpcx|efa_installer", said, re.I):
@@ -68,20 +73,21 @@ def _surely_lacks(dockerfile: Dockerfile, folder: Path, image: ImageConfig) -> s
     return ""
 
 
-#: The largest file of a build context read as a script a ``RUN`` runs (a tarball or a model it names is not one).
-SCRIPT_BYTES_MAX = 1 << 20
+#: The largest file of a build context read for what the image installs (a tarball or a model a RUN names is not
+#: read).
+READ_BYTES_MAX = 1 << 20
 
 
-def _files_run(folder: Path, dockerfile_name: str, runs: list[str]) -> list[str]:
-    """The text of each file of the build context (up to :data:`SCRIPT_BYTES_MAX`) whose name a ``RUN`` names."""
-    texts = []
+def _image_text(folder: Path, dockerfile_name: str, dockerfile: Dockerfile, reads: Callable[[str], bool]) -> str:
+    """What the image's own files say it installs: the Dockerfile's instructions but ``FROM`` (the base is the
+    catalog's to describe), and each file of the build context whose name ``reads`` takes (up to
+    :data:`READ_BYTES_MAX`; no link)."""
+    texts = [args for word, args in dockerfile.instructions if word != "FROM"]
     for entry in collect_build_context(str(folder), dockerfile_name):
-        name, path = posixpath.basename(entry.path), folder / entry.path
-        if entry.is_symlink or not any(re.search(rf"(^|[\s/'\"=]){re.escape(name)}\b", args) for args in runs):
-            continue
-        if path.stat().st_size <= SCRIPT_BYTES_MAX:
+        path = folder / entry.path
+        if not entry.is_symlink and reads(posixpath.basename(entry.path)) and path.stat().st_size <= READ_BYTES_MAX:
             texts.append(path.read_text(errors="replace"))
-    return texts
+    return "\n".join(texts)
 
 
 #: Files that say which Python packages an image installs besides its Dockerfile's own lines: pip's requirement and
@@ -128,15 +134,9 @@ def check_image_package(
 
 
 def _installs(folder: Path, dockerfile_name: str, dockerfile: Dockerfile, package: str) -> bool:
-    """An instruction of the Dockerfile but its ``FROM`` (the base is the catalog's to describe), or an install file
-    of the build context (:data:`INSTALL_FILES`), names ``package``."""
-    named = re.compile(re.escape(package), re.I)
-    if any(named.search(args) for word, args in dockerfile.instructions if word != "FROM"):
-        return True
-    for entry in collect_build_context(str(folder), dockerfile_name):
-        name = posixpath.basename(entry.path)
-        if entry.is_symlink or not any(fnmatch.fnmatch(name, p) for p in INSTALL_FILES):
-            continue
-        if named.search((folder / entry.path).read_text(errors="replace")):
-            return True
-    return False
+    """An instruction of the Dockerfile but its ``FROM``, or an install file of the build context
+    (:data:`INSTALL_FILES`), names ``package``."""
+    said = _image_text(
+        folder, dockerfile_name, dockerfile, lambda name: any(fnmatch.fnmatch(name, p) for p in INSTALL_FILES)
+    )
+    return re.search(re.escape(package), said, re.I) is not None
