@@ -257,5 +257,18 @@ def test_failed_is_read_as_given_up_only_when_it_exists(tmp_path, monkeypatch) -
     argv = ["--output-dir", str(out), "--rdzv-backend", "c10d", "--rdzv-id", "eio", "--", sys.executable, "-c", "0"]
     assert launch.main(argv) == launch.EXIT_FAILURE
     assert not (out / "DONE").exists()
+    # the same error once the command exited 0 (FAILED read again for the pod's code): 1, and no DONE recorded
+    real = launch_markers.read_failed
+    monkeypatch.setattr(Path, "read_text", read_text)
+    reads: list[Path] = []
+
+    def second_fails(folder: Path) -> object:
+        reads.append(folder)
+        if len(reads) > 2:  # before the command, and the ledger's read after it, succeed
+            raise launch.LaunchError(f"cannot read {folder / 'FAILED'}: EIO")
+        return real(folder)
+
+    monkeypatch.setattr(launch, "read_failed", second_fails)
+    assert launch.main(argv) == launch.EXIT_FAILURE and not (out / "DONE").exists()
     monkeypatch.undo()
     assert launch.main(argv) == launch.EXIT_OK and (out / "DONE").is_file(), "the same launch, FAILED readable"
