@@ -31,16 +31,47 @@ class JobRun:
     folder (a job set back)."""
 
 
+#: How the record of an update (``deployedVersions``) names the build of the bundled image that jobs' helper
+#: containers run: ``<its variant> image`` (``training image``).
+HELPER_IMAGE_SUFFIX = " image"
+
+
+def helpers(job: JobPlan) -> tuple[str, ...]:
+    """What the job's pods run in its :attr:`~stacks.plan.JobPlan.toolbox` build besides its own image, in words:
+    the download of its code, the wait for the jobs it comes after, its kind's own helpers (an MPI launcher's wait
+    for its workers). A new build of that image changes its pods, so its object is replaced."""
+    out = ["its code's download"] if job.config.code else []
+    out += [f"its wait for {', '.join(job.after)}"] if job.after else []
+    return (*out, *KINDS[job.kind].toolbox_scripts.values())
+
+
+def helper_images(plan: Plan) -> dict[str, str]:
+    """The version of each build of the bundled image some job's helper containers run, as an update records it
+    (:data:`HELPER_IMAGE_SUFFIX`)."""
+    return {f"{j.toolbox.variant}{HELPER_IMAGE_SUFFIX}": j.toolbox.version for j in plan.jobs.values() if helpers(j)}
+
+
+def _helpers_reason(job: JobPlan) -> str:
+    """A restart for a new build of the image its helpers run, in words."""
+    return f"the {job.toolbox.variant} image its helper containers run ({', '.join(helpers(job))})"
+
+
 def run_changes(
-    old_plan: Plan, new_plan: Plan, deployed_dirs: Optional[Mapping[str, str]] = None
+    old_plan: Plan,
+    new_plan: Plan,
+    deployed_dirs: Optional[Mapping[str, str]] = None,
+    deployed_versions: Optional[Mapping[str, object]] = None,
 ) -> tuple[JobRun, ...]:
     """The jobs whose run the change starts or ends, in the new plan's job order, the removed ones last: a job whose
     output folder moves (a new run: its object replaced, from its first step unless an earlier run of the same
     definition left that folder; the old folder stays), one whose run changes in the folder
     its ``outputDir`` keeps, one added, one removed. ``deployed_dirs``: each job's folder as the last update exported
     it (``pulumi up``), which a change outside the configuration moves too (an image or code folder, this project's
-    version); without it the old plan's."""
+    version); without it the old plan's. A job kept in its run restarts for a new build of the image its helpers run
+    (:func:`helpers`): the build ``deployed_versions`` records (the last update's, :func:`helper_images`), else the
+    old plan's."""
     deployed = deployed_dirs or {}
+    recorded = deployed_versions or {}
     experiments = set(new_plan.config.benchmark.experiments) if new_plan.config.benchmark is not None else set()
     out = []
     for name, job in new_plan.jobs.items():
@@ -50,7 +81,12 @@ def run_changes(
             continue
         old_dir = deployed.get(name, was.output_dir)
         if old_dir == job.output_dir and (was.run_id == job.run_id or _folder_named_only(was, job)):
-            if restarts := pod_changes(was, job):
+            restarts = pod_changes(was, job)
+            # the build its helpers ran: the last update's record, else the old plan's (plan --from reads it at REV)
+            helper_build = str(recorded.get(f"{job.toolbox.variant}{HELPER_IMAGE_SUFFIX}", was.toolbox.version))
+            if helpers(job) and helper_build != job.toolbox.version:
+                restarts.append(_helpers_reason(job))
+            if restarts:
                 kind = KINDS[job.kind]
                 how, rerun = kind.restart_text(), kind.rerun_text()
                 out.append(JobRun(name, "restarts", tuple(restarts), old_dir, job.output_dir, how, rerun))

@@ -20,9 +20,10 @@ from components.catalog.platform import (
     minor_number,
 )
 from stacks.bundle import ROOT
-from stacks.config import ConfigError, StackConfig, load_config
+from stacks.config import TOOLBOX_IMAGE, ConfigError, StackConfig, load_config
 from stacks.config.cluster import support_windows_ignored
 from stacks.plan import Plan, build_plan
+from stacks.plan.job_changes import helpers
 from stacks.plan.minors import CLUSTER_KEY, VERSION_KEY, leaves_minor_unset, with_minor
 from stacks.stackfile import (
     StackFileError,
@@ -87,8 +88,9 @@ class OldConfig:
     repository: Optional[Path] = None
     """The top folder of the git repository that holds the stack file, for a revision."""
     unseen: tuple[str, ...] = ()
-    """The jobs whose image or code folder was read as it is now, not at the revision (:func:`folders_in_tree`): a
-    change there starts a new run that the comparison cannot see."""
+    """The jobs whose image or code folder, or the bundled image their helper containers run, was read as it is now,
+    not at the revision (:func:`folders_in_tree`): a change there starts them again, which the comparison cannot
+    see."""
     project_changed: bool = False
     """This project's own files differ between the revision and the working folder (:func:`project_changed`)."""
 
@@ -235,7 +237,11 @@ def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfi
         except ConfigError as exc:
             said = "".join(f"\nnote: {n}" for n in notes)
             raise StackLoadError(f"the old configuration ({read.label}) does not load: {exc}{said}") from exc
-    unseen = tuple(name for name, job in plan.jobs.items() if now & {"*", f"image {job.config.image}", f"job {name}"})
+    unseen = tuple(
+        name
+        for name, job in plan.jobs.items()
+        if now & {"*", f"image {job.config.image}", f"job {name}"} or (f"image {TOOLBOX_IMAGE}" in now and helpers(job))
+    )
     changed = read.revision is not None and read.repository is not None and project_changed(read.repository, old)
     if changed:
         notes.append(PROJECT_CHANGED_NOTE.format(label=read.label, revision=old))

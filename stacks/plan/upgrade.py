@@ -121,7 +121,7 @@ def compare(
     new_names = {g.name for g in new_plan.all_groups}
     groups: list[GroupChange] = []
     notes: list[str] = []
-    runs = run_changes(old_plan, new_plan, deployed_dirs)
+    runs = run_changes(old_plan, new_plan, deployed_dirs, deployed_versions)
     replaced = frozenset(r.name for r in runs if r.action not in ("added", "removed"))
     # the jobs' budgets change through the cluster's Kubernetes provider, once the system group's update ended: its
     # own roll, and those of the groups beside it, run under the budgets the jobs had (all_groups: the system first)

@@ -170,8 +170,8 @@ def render_upgrade(r: dict[str, Any]) -> str:
         lines.append("  jobs: every job starts from its first step on the shared data the data: line names")
     lines.extend(_run_line(j) for j in r["jobs"])
     lines.extend(
-        f"  job {n}: its image or code folder was read as it is now (a note says which): a change there starts a new "
-        "run this comparison cannot see; the preview shows it"
+        f"  job {n}: an image or code folder it runs was read as it is now (a note says which): a change there starts "
+        "it again, which this comparison cannot see; the preview shows it"
         for n in r.get("unseenJobs", ())
     )
     if not r["jobs"] and not r["data"] and not r.get("unseenJobs"):

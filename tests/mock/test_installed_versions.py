@@ -12,15 +12,18 @@ import pytest
 from components.catalog.amis import RELEASE_VERSION_RE
 from components.catalog.charts import HELM_CHARTS, IMAGES, MANIFESTS
 from components.catalog.platform import EKS_ADDONS
+from components.workloads.identity import FETCH_CONTAINER, WAIT_CONTAINER
+from components.workloads.mpi import WORKERS_WAIT_CONTAINER
 from stacks import last_update
 from stacks.config import ConfigError, load_config
 from stacks.mocked import account
 from stacks.plan import build_plan
 from stacks.plan.flavor_change import FLAVOR_SUFFIX
 from stacks.plan.installs import EKS_DEFAULT, installed_versions, render_moves, version_moves
+from stacks.plan.job_changes import HELPER_IMAGE_SUFFIX
 from stacks.plan.nodes import RELEASE_SUFFIX
 from stacks.plan.templates import TEMPLATE_SUFFIX, launch_template, template_digest
-from tests.harness import PROJECT, REPO, Registration, run_program, stack_config, stack_names
+from tests.harness import JOB_OBJECT_TYPES, PROJECT, REPO, Registration, run_program, stack_config, stack_names
 from tests.last_update_support import NOW, PREVIOUS, P, deployed, pinned
 
 #: How the program registers a Kueue ResourceFlavor.
@@ -116,6 +119,37 @@ def _registered_versions(program) -> dict[str, str]:
     return found
 
 
+#: How the program registers an image's build (components/image/build_provider.py).
+IMAGE_BUILD = "pulumi-python:dynamic/eks-training:ImageBuild"
+#: The jobs' helper containers, which run the bundled image: the code's download, the wait for other jobs, an MPI
+#: launcher's wait for its workers.
+HELPER_CONTAINERS = {FETCH_CONTAINER, WAIT_CONTAINER, WORKERS_WAIT_CONTAINER}
+
+
+def _containers(doc: Any) -> list[dict[str, Any]]:
+    """Every container and init container of the pod templates in ``doc`` (a Job's, an MPIJob's roles')."""
+    if isinstance(doc, list):
+        return [c for d in doc for c in _containers(d)]
+    if not isinstance(doc, dict):
+        return []
+    own = [c for k in ("containers", "initContainers") for c in doc.get(k) or () if isinstance(c, dict)]
+    return own + [c for v in doc.values() for c in _containers(v)]
+
+
+def _registered_helper_images(program) -> dict[str, str]:
+    """The build of each image the jobs' helper containers run, by the record's name (``<variant> image``): the tag
+    of the build whose image they run (the image's variant is the key of ``imageUris`` that names it)."""
+    variants = {uri: variant for variant, uri in program.outputs["imageUris"].items()}
+    tags = {r.outputs["image_uri"]: r.inputs["image_tag"] for r in program.of_type(IMAGE_BUILD)}
+    found = {}
+    for r in program.registrations:
+        if r.type in JOB_OBJECT_TYPES:
+            for c in _containers(r.inputs["spec"]):
+                if c["name"] in HELPER_CONTAINERS:
+                    found[variants[c["image"]] + HELPER_IMAGE_SUFFIX] = tags[c["image"]]
+    return found
+
+
 @pytest.mark.parametrize("stack", stack_names())
 def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> None:
     program = run_program(stack)
@@ -129,12 +163,13 @@ def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> N
         **_registered_templates(program, stack),
         **_registered_releases(program, stack),
         **_registered_flavors(program, stack),
+        **_registered_helper_images(program),
     }
     assert set(recorded) == set(registered), (sorted(recorded), sorted(registered))
     for name, version in recorded.items():
         if name in EKS_ADDONS:  # a pin is registered as it is; EKS's default is resolved from the account
             assert version == EKS_DEFAULT or registered[name] == version, (name, version, registered[name])
-        elif name.endswith((TEMPLATE_SUFFIX, RELEASE_SUFFIX, FLAVOR_SUFFIX)):
+        elif name.endswith((TEMPLATE_SUFFIX, RELEASE_SUFFIX, FLAVOR_SUFFIX, HELPER_IMAGE_SUFFIX)):
             assert version == registered[name], (name, version, registered[name])
         elif name == "etcd":
             tag, _, digest = registered[name].partition("@")

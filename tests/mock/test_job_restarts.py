@@ -27,10 +27,11 @@ from typing import Any
 
 import pytest
 
-from stacks.config import JobConfig, load_config
+from stacks.config import TOOLBOX_IMAGE, JobConfig, load_config
 from stacks.kinds import KINDS
 from stacks.plan import Plan, build_plan
-from stacks.plan.job_changes import POD_SETTINGS, run_changes
+from stacks.plan.installs import installed_versions, version_moves
+from stacks.plan.job_changes import POD_SETTINGS, helpers, run_changes
 from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.stackfile import REPO
@@ -323,3 +324,47 @@ def test_a_renamed_group_restarts_its_jobs_at_once_and_its_deletion_stops_none()
     assert "  nodeGroups.cpu goes:" in text, text
     assert "job train: stopped" not in text, text
     assert "  job train: nodeGroup (or that group's labels, taints or zone) changed: its Job is replaced" in text, text
+
+
+#: A new build of the bundled image, as a prebuilt reference (its version is its reference).
+NEW_TOOLBOX = "123456789012.dkr.ecr.us-east-1.amazonaws.com/training@sha256:" + "1" * 64
+
+
+@pytest.mark.parametrize("stack", ["dev", "mpi-horovod", "tensorflow"])
+def test_a_new_build_of_the_bundled_image_restarts_exactly_the_jobs_the_cluster_restarts(stack: str) -> None:
+    """A new build of the bundled image (a new version of the project, an edit of ``training/``) is a new run of each
+    job that runs it, and a restart of each job on another image whose helper containers run it (an MPI launcher's
+    wait, a wait for another job): the record of the last update (``deployedVersions``) holds the build they ran."""
+    config = stack_config(stack)
+    config.setdefault("eks-training:images", {})[TOOLBOX_IMAGE] = {"prebuilt": NEW_TOOLBOX}
+    program = run_program(stack, config=config)
+    assert program.error is None, program.error
+    jobs = set(config["eks-training:jobs"])
+    truth = restarted(run_program(stack).registrations, program.registrations, jobs)
+    old, new = _plan(stack, stack_config(stack)), _plan(stack, config)
+    named = {r.name: r for r in run_changes(old, new, deployed_versions=installed_versions(old))}
+    said = [(n, r.action, r.reasons) for n, r in named.items()]
+    assert set(named) == set(truth), f"the cluster restarts {truth}, the summary names {said}"
+    for name, run in named.items():
+        job = new.jobs[name]
+        if job.image.variant == job.toolbox.variant:
+            assert run.action == "new run", run
+        else:
+            assert helpers(job) and run.action == "restarts", run
+            assert run.reasons == (f"the training image its helper containers run ({', '.join(helpers(job))})",)
+    if stack == "mpi-horovod":  # both on images of their own: restarted through the launchers' waits
+        assert {n: r.action for n, r in named.items()} == {"nccl": "restarts", "horovod": "restarts"}
+        assert "its wait for nccl" in helpers(new.jobs["horovod"])
+    # plan --from: the old plan holds the build its revision made
+    assert run_changes(old, new) == tuple(named.values())
+    # pulumi up after an edit of training/ alone: the recorded configuration is planned with the new build, so only
+    # what the last update recorded holds the build the helpers ran, and the folders it exported the old runs'
+    folders = {n: j.output_dir for n, j in old.jobs.items()}
+    on_record = run_changes(new, new, folders, installed_versions(old))
+    assert [(r.name, r.action) for r in on_record] == [(n, r.action) for n, r in named.items()]
+    assert [r.reasons for r in on_record if r.action == "restarts"] == [
+        r.reasons for r in named.values() if r.action == "restarts"
+    ]
+    assert not run_changes(new, new, {n: j.output_dir for n, j in new.jobs.items()}, installed_versions(new))
+    # the jobs' lines say it, not the lines of what this version of the project moves
+    assert not version_moves(installed_versions(old), new, new)

@@ -1805,7 +1805,7 @@ def _repo_with_code(tmp_path: Path, *, link: bool = False) -> Path:
 
 def _unseen(out: str) -> set[str]:
     """The jobs the summary says it cannot see a folder of (read as it is now)."""
-    return set(re.findall(r"^  job (\S+): its image or code folder was read as it is now", out, re.M))
+    return set(re.findall(r"^  job (\S+): an image or code folder it runs was read as it is now", out, re.M))
 
 
 def test_from_a_revision_reads_the_code_folders_as_they_were(tmp_path: Path) -> None:
@@ -1824,6 +1824,27 @@ def test_from_a_revision_reads_the_code_folders_as_they_were(tmp_path: Path) -> 
     assert code == 0, err
     assert "  job evaluate: a new run (code) in " in out and "job train: a new run (" not in out
     assert _unseen(out) == {"train"}, out
+
+
+def test_a_job_whose_helpers_run_the_shipped_image_is_unseen_where_that_image_is_read_as_it_is_now(
+    tmp_path: Path,
+) -> None:
+    """A job on a prebuilt image of its own still runs the shipped image in its helper containers (its code's
+    download, its wait for train): ``--from`` cannot see that image at the revision, so it names the job as unseen."""
+    import yaml
+
+    stack_file = _repo_with_code(tmp_path)
+    cfg = yaml.safe_load(stack_file.read_text())["config"]
+    evaluator = "123456789012.dkr.ecr.us-east-1.amazonaws.com/evaluator@sha256:" + "2" * 64
+    cfg[P + "images"] = {"evaluator": {"prebuilt": evaluator}}
+    cfg[P + "jobs"]["evaluate"]["image"] = "evaluator"
+    stack_file.write_text(yaml.safe_dump({"config": cfg}))
+    _git(tmp_path, "commit", "-q", "-am", "evaluator")
+
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 0, err
+    assert _unseen(out) == {"train", "evaluate"}, out
+    assert "  job evaluate: an image or code folder it runs was read as it is now (a note says which): a change " in out
 
 
 def test_a_folder_git_cannot_give_back_safely_is_read_as_it_is_now(tmp_path: Path) -> None:
