@@ -218,12 +218,12 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
       ``pulumi up`` reads it back to say what it rolls (:mod:`stacks.last_update`).
     - ``deployedVersions``: what this update installed beside the jobs (EKS add-ons, Kueue, the device plugins, the
       cluster autoscaler, the MPI Operator, etcd), at the versions this version of the project pins, by name, the
-      build of the bundled image the jobs' helper containers run (``training image``), a digest of each node group's
-      launch template (``<group path>.launchTemplate``), the AMI release it runs as EKS
-      reports it (``<group path>.releaseVersion``) and its Kueue flavor's Topology and node labels as the cluster
-      holds them (``<group path>.kueueFlavor``), recorded once the other outputs are and each of them is installed:
-      the next ``pulumi up`` names what a new version moves and the groups whose nodes it rolls, and refuses what EKS
-      or Kueue would.
+      build of each image the jobs run (``images.<variant>.build``), a digest of each node group's launch template
+      (``<group path>.launchTemplate``), the AMI release it runs as EKS reports it (``<group path>.releaseVersion``)
+      and its Kueue flavor's Topology and node labels as the cluster holds them (``<group path>.kueueFlavor``),
+      recorded once the other outputs are and each of them is installed: the next ``pulumi up`` names what a new
+      version moves, the jobs a new build starts again and the groups whose nodes it rolls, and refuses what EKS or
+      Kueue would.
     """
     region = aws.get_region_output().region
     outputs = _environment_outputs(env, region)

@@ -17,7 +17,7 @@ from components.catalog.charts import CHART_IMAGES, CLUSTER_AUTOSCALER, HELM_CHA
 from stacks.kinds import KINDS
 from stacks.plan import Plan
 from stacks.plan.flavor_change import FLAVOR_SUFFIX, flavor_records
-from stacks.plan.job_changes import HELPER_IMAGE_SUFFIX, helper_images
+from stacks.plan.job_changes import BUILD_SUFFIX, image_builds
 from stacks.plan.templates import TEMPLATE_SUFFIX, template_digests
 
 #: How the record names an EKS add-on that runs at EKS's default for its minor (no pin, no override).
@@ -49,8 +49,8 @@ def autoscaler_version(minor: str) -> str:
 def installed_versions(plan: Plan) -> dict[str, str]:
     """The version of each thing the cluster stack of ``plan`` installs, by name, as this version of the project pins
     it: its EKS add-ons, Kueue, the device plugins, the cluster autoscaler, the MPI Operator, the ProvisioningRequest
-    CRD and etcd; then the bundled image's builds that jobs' helper containers run, each node group's launch template
-    digest and what its Kueue flavor is applied with."""
+    CRD and etcd; then the builds of the images the jobs run, each node group's launch template digest and what its
+    Kueue flavor is applied with."""
     cluster = plan.config.cluster
     out = {
         addon: addon_version_for(addon, cluster.kubernetes_version, cluster.addon_versions) or EKS_DEFAULT
@@ -73,7 +73,7 @@ def installed_versions(plan: Plan) -> dict[str, str]:
         out["mpi-operator"] = MANIFESTS["mpi-operator"].version
     if uses_etcd(plan):
         out["etcd"] = _image(IMAGES["etcd"].ref)
-    return {**out, **helper_images(plan), **template_digests(plan), **flavor_records(plan)}
+    return {**out, **image_builds(plan), **template_digests(plan), **flavor_records(plan)}
 
 
 def version_moves(
@@ -82,7 +82,7 @@ def version_moves(
     """``(name, recorded version, version now)`` of each thing this version of the project moves: the record differs
     from what the recorded configuration ``old`` installs now, and ``new`` (this update's plan) still installs it at
     another version than the record's. Names the stack file's own changes already list (``said``) are left to them,
-    the helpers' image to the jobs it restarts, the launch templates to the node groups' rolls and the flavors to
+    the images' builds to the jobs they start again, the launch templates to the node groups' rolls and the flavors to
     :func:`~stacks.plan.flavor_change.flavor_problems`; none without a readable record. In ``new``'s order."""
     if not isinstance(recorded, Mapping):
         return []
@@ -93,7 +93,7 @@ def version_moves(
         if n in recorded
         and n in before
         and n not in said
-        and not n.endswith((HELPER_IMAGE_SUFFIX, TEMPLATE_SUFFIX, FLAVOR_SUFFIX))
+        and not n.endswith((BUILD_SUFFIX, TEMPLATE_SUFFIX, FLAVOR_SUFFIX))
         and str(recorded[n]) not in (before[n], v)
     ]
 

@@ -7,6 +7,8 @@ from typing import Any, Callable, Mapping, Optional
 
 from stacks.kinds import KINDS
 from stacks.plan import RECIPE_WORDS, JobPlan, Plan
+from stacks.plan.images import ImagePlan
+from stacks.plan.record import recorded_entry
 
 
 @dataclass(frozen=True)
@@ -31,9 +33,14 @@ class JobRun:
     folder (a job set back)."""
 
 
-#: How the record of an update (``deployedVersions``) names the build of the bundled image that jobs' helper
-#: containers run: ``<its variant> image`` (``training image``).
-HELPER_IMAGE_SUFFIX = " image"
+#: How the record of an update (``deployedVersions``) names the build of an image its jobs' pods run:
+#: ``images.<its variant>.build`` (``images.training.build``).
+BUILD_SUFFIX = ".build"
+
+
+def build_key(image: ImagePlan) -> str:
+    """The record's name for the build of ``image`` (:data:`BUILD_SUFFIX`)."""
+    return f"images.{image.variant}{BUILD_SUFFIX}"
 
 
 def helpers(job: JobPlan) -> tuple[str, ...]:
@@ -45,15 +52,20 @@ def helpers(job: JobPlan) -> tuple[str, ...]:
     return (*out, *KINDS[job.kind].toolbox_scripts.values())
 
 
-def helper_images(plan: Plan) -> dict[str, str]:
-    """The version of each build of the bundled image some job's helper containers run, as an update records it
-    (:data:`HELPER_IMAGE_SUFFIX`)."""
-    return {f"{j.toolbox.variant}{HELPER_IMAGE_SUFFIX}": j.toolbox.version for j in plan.jobs.values() if helpers(j)}
+def job_images(job: JobPlan) -> tuple[ImagePlan, ...]:
+    """The images the job's pods run: its own, and the bundled one where its helpers run it (:func:`helpers`)."""
+    return (job.image, *((job.toolbox,) if helpers(job) and job.toolbox.variant != job.image.variant else ()))
 
 
-def _helpers_reason(job: JobPlan) -> str:
-    """A restart for a new build of the image its helpers run, in words."""
-    return f"the {job.toolbox.variant} image its helper containers run ({', '.join(helpers(job))})"
+def image_builds(plan: Plan) -> dict[str, str]:
+    """The build of each image the jobs' pods run, as an update records it (:func:`build_key`)."""
+    return {build_key(i): i.version for j in plan.jobs.values() for i in job_images(j)}
+
+
+def _moved(image: ImagePlan, was: ImagePlan, recorded: Mapping[str, object]) -> bool:
+    """``image``'s build differs from the one the last update recorded, else (no record) from the old plan's
+    (``was``; ``plan --from`` reads it at the revision)."""
+    return (recorded_entry(recorded, build_key(image)) or was.version) != image.version
 
 
 def run_changes(
@@ -67,9 +79,9 @@ def run_changes(
     definition left that folder; the old folder stays), one whose run changes in the folder
     its ``outputDir`` keeps, one added, one removed. ``deployed_dirs``: each job's folder as the last update exported
     it (``pulumi up``), which a change outside the configuration moves too (an image or code folder, this project's
-    version); without it the old plan's. A job kept in its run restarts for a new build of the image its helpers run
-    (:func:`helpers`): the build ``deployed_versions`` records (the last update's, :func:`helper_images`), else the
-    old plan's."""
+    version); without it the old plan's. ``deployed_versions``: what the last update recorded, the builds of the
+    images the jobs ran among it (:func:`image_builds`): a job kept in its folder starts again on a new build of its
+    image, and restarts in its run on a new build of the image its helpers run."""
     deployed = deployed_dirs or {}
     recorded = deployed_versions or {}
     experiments = set(new_plan.config.benchmark.experiments) if new_plan.config.benchmark is not None else set()
@@ -80,12 +92,13 @@ def run_changes(
             out.append(JobRun(name, "added", new_dir=job.output_dir))
             continue
         old_dir = deployed.get(name, was.output_dir)
-        if old_dir == job.output_dir and (was.run_id == job.run_id or _folder_named_only(was, job)):
+        kept = old_dir == job.output_dir and not _moved(job.image, was.image, recorded)
+        if kept and (was.run_id == job.run_id or _folder_named_only(was, job)):
             restarts = pod_changes(was, job)
-            # the build its helpers ran: the last update's record, else the old plan's (plan --from reads it at REV)
-            helper_build = str(recorded.get(f"{job.toolbox.variant}{HELPER_IMAGE_SUFFIX}", was.toolbox.version))
-            if helpers(job) and helper_build != job.toolbox.version:
-                restarts.append(_helpers_reason(job))
+            if job.toolbox in job_images(job)[1:] and _moved(job.toolbox, was.toolbox, recorded):
+                restarts.append(
+                    f"the {job.toolbox.variant} image its helper containers run ({', '.join(helpers(job))})"
+                )
             if restarts:
                 kind = KINDS[job.kind]
                 how, rerun = kind.restart_text(), kind.rerun_text()
@@ -109,6 +122,34 @@ def run_changes(
         if n not in new_plan.jobs
     ]
     return tuple(out)
+
+
+def unrecorded_notes(new_plan: Plan, runs: tuple[JobRun, ...], recorded: Optional[Mapping[str, object]]) -> list[str]:
+    """The jobs kept in their runs whose new builds the summary cannot see: the last update's record holds no build
+    of an image it runs in its kept folder (its ``outputDir``) or in its helpers (a version of this project before
+    the record); none without a record (``plan --from``)."""
+    if not isinstance(recorded, Mapping):
+        return []
+    said = {r.name for r in runs}
+    unseen = [
+        name
+        for name, job in new_plan.jobs.items()
+        if name not in said
+        and any(
+            i.context is not None and recorded_entry(recorded, build_key(i)) is None
+            for i in job_images(job)
+            if i is not job.image or job.config.output_dir is not None
+        )
+    ]
+    return (
+        [
+            f"job(s) {', '.join(unseen)}: the last update recorded no build of the images they run (an earlier version "
+            "of this project): a new build starts them again in their runs, which this summary cannot see; the preview "
+            "marks their objects +- (replace)"
+        ]
+        if unseen
+        else []
+    )
 
 
 def _folder_named_only(before: JobPlan, after: JobPlan) -> bool:

@@ -29,7 +29,7 @@ from stacks.plan.group_changes import (
     unseen_release_notes,
 )
 from stacks.plan.installs import EKS_DEFAULT, autoscaler_version
-from stacks.plan.job_changes import JobRun, deadline_notes, run_changes
+from stacks.plan.job_changes import JobRun, deadline_notes, run_changes, unrecorded_notes
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
 from stacks.plan.record import recorded_entry
@@ -141,6 +141,7 @@ def compare(
     notes += _team_notes(new_plan, groups)
     notes += _held_addon_notes(old_plan, new_plan)
     notes += deadline_notes(old_plan, new_plan, runs)
+    notes += unrecorded_notes(new_plan, runs, deployed_versions)
     addons = _addon_changes(old_plan, new_plan, deployed_versions)
     new_minor = new_plan.config.cluster.kubernetes_version
     notes += _default_addon_notes(addons, new_minor)

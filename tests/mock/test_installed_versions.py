@@ -12,15 +12,13 @@ import pytest
 from components.catalog.amis import RELEASE_VERSION_RE
 from components.catalog.charts import HELM_CHARTS, IMAGES, MANIFESTS
 from components.catalog.platform import EKS_ADDONS
-from components.workloads.identity import FETCH_CONTAINER, WAIT_CONTAINER
-from components.workloads.mpi import WORKERS_WAIT_CONTAINER
 from stacks import last_update
 from stacks.config import ConfigError, load_config
 from stacks.mocked import account
 from stacks.plan import build_plan
 from stacks.plan.flavor_change import FLAVOR_SUFFIX
 from stacks.plan.installs import EKS_DEFAULT, installed_versions, render_moves, version_moves
-from stacks.plan.job_changes import HELPER_IMAGE_SUFFIX
+from stacks.plan.job_changes import BUILD_SUFFIX
 from stacks.plan.nodes import RELEASE_SUFFIX
 from stacks.plan.templates import TEMPLATE_SUFFIX, launch_template, template_digest
 from tests.harness import JOB_OBJECT_TYPES, PROJECT, REPO, Registration, run_program, stack_config, stack_names
@@ -121,9 +119,6 @@ def _registered_versions(program) -> dict[str, str]:
 
 #: How the program registers an image's build (components/image/build_provider.py).
 IMAGE_BUILD = "pulumi-python:dynamic/eks-training:ImageBuild"
-#: The jobs' helper containers, which run the bundled image: the code's download, the wait for other jobs, an MPI
-#: launcher's wait for its workers.
-HELPER_CONTAINERS = {FETCH_CONTAINER, WAIT_CONTAINER, WORKERS_WAIT_CONTAINER}
 
 
 def _containers(doc: Any) -> list[dict[str, Any]]:
@@ -136,17 +131,20 @@ def _containers(doc: Any) -> list[dict[str, Any]]:
     return own + [c for v in doc.values() for c in _containers(v)]
 
 
-def _registered_helper_images(program) -> dict[str, str]:
-    """The build of each image the jobs' helper containers run, by the record's name (``<variant> image``): the tag
-    of the build whose image they run (the image's variant is the key of ``imageUris`` that names it)."""
+def _registered_builds(program, stack: str) -> dict[str, str]:
+    """The build of each image the jobs' pods run (their own containers', their helpers'; not a dataset's staging
+    Job), by the record's name
+    (``images.<variant>.build``): the tag of the build whose image they run, its variant the key of ``imageUris``
+    that names it."""
+    jobs = build_plan(load_config(PROJECT, stack, stack_config(stack), project_dir=REPO)).jobs
     variants = {uri: variant for variant, uri in program.outputs["imageUris"].items()}
     tags = {r.outputs["image_uri"]: r.inputs["image_tag"] for r in program.of_type(IMAGE_BUILD)}
     found = {}
     for r in program.registrations:
-        if r.type in JOB_OBJECT_TYPES:
+        if r.type in JOB_OBJECT_TYPES and r.inputs["metadata"]["name"] in jobs:
             for c in _containers(r.inputs["spec"]):
-                if c["name"] in HELPER_CONTAINERS:
-                    found[variants[c["image"]] + HELPER_IMAGE_SUFFIX] = tags[c["image"]]
+                if c["image"] in variants:
+                    found[f"images.{variants[c['image']]}{BUILD_SUFFIX}"] = tags[c["image"]]
     return found
 
 
@@ -163,13 +161,13 @@ def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> N
         **_registered_templates(program, stack),
         **_registered_releases(program, stack),
         **_registered_flavors(program, stack),
-        **_registered_helper_images(program),
+        **_registered_builds(program, stack),
     }
     assert set(recorded) == set(registered), (sorted(recorded), sorted(registered))
     for name, version in recorded.items():
         if name in EKS_ADDONS:  # a pin is registered as it is; EKS's default is resolved from the account
             assert version == EKS_DEFAULT or registered[name] == version, (name, version, registered[name])
-        elif name.endswith((TEMPLATE_SUFFIX, RELEASE_SUFFIX, FLAVOR_SUFFIX, HELPER_IMAGE_SUFFIX)):
+        elif name.endswith((TEMPLATE_SUFFIX, RELEASE_SUFFIX, FLAVOR_SUFFIX, BUILD_SUFFIX)):
             assert version == registered[name], (name, version, registered[name])
         elif name == "etcd":
             tag, _, digest = registered[name].partition("@")

@@ -31,7 +31,7 @@ from stacks.config import TOOLBOX_IMAGE, JobConfig, load_config
 from stacks.kinds import KINDS
 from stacks.plan import Plan, build_plan
 from stacks.plan.installs import installed_versions, version_moves
-from stacks.plan.job_changes import POD_SETTINGS, helpers, run_changes
+from stacks.plan.job_changes import BUILD_SUFFIX, POD_SETTINGS, helpers, run_changes, unrecorded_notes
 from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.stackfile import REPO
@@ -328,43 +328,74 @@ def test_a_renamed_group_restarts_its_jobs_at_once_and_its_deletion_stops_none()
 
 #: A new build of the bundled image, as a prebuilt reference (its version is its reference).
 NEW_TOOLBOX = "123456789012.dkr.ecr.us-east-1.amazonaws.com/training@sha256:" + "1" * 64
+#: Presets with jobs on the bundled image, on images of their own with helpers, and without; dev's evaluate also
+#: with an outputDir of its own (its folder kept through a new build).
+BUILD_CASES = [("dev", None), ("dev", "evaluate"), ("mpi-horovod", None), ("tensorflow", None)]
 
 
-@pytest.mark.parametrize("stack", ["dev", "mpi-horovod", "tensorflow"])
-def test_a_new_build_of_the_bundled_image_restarts_exactly_the_jobs_the_cluster_restarts(stack: str) -> None:
-    """A new build of the bundled image (a new version of the project, an edit of ``training/``) is a new run of each
-    job that runs it, and a restart of each job on another image whose helper containers run it (an MPI launcher's
-    wait, a wait for another job): the record of the last update (``deployedVersions``) holds the build they ran."""
+@pytest.mark.parametrize("stack, kept", BUILD_CASES, ids=[f"{s}-{k or 'preset'}" for s, k in BUILD_CASES])
+def test_a_new_build_of_the_bundled_image_starts_exactly_the_jobs_the_cluster_restarts(
+    stack: str, kept: str | None
+) -> None:
+    """A new build of the bundled image (a new version of the project, an edit of ``training/``) starts again each
+    job that runs it (a new run, or in the folder its ``outputDir`` keeps), and restarts in its run each job on
+    another image whose helper containers run it (an MPI launcher's wait, a wait for another job). ``pulumi up``
+    plans the recorded configuration with the new build, so the record of the last update holds the builds they ran
+    (``deployedVersions``), and the folders it exported the old runs'."""
     config = stack_config(stack)
+    if kept is not None:
+        config["eks-training:jobs"][kept]["outputDir"] = "runs/kept"
+    before = (
+        run_program(stack, config=copy.deepcopy(config)).registrations if kept else run_program(stack).registrations
+    )
+    old = _plan(stack, copy.deepcopy(config))
     config.setdefault("eks-training:images", {})[TOOLBOX_IMAGE] = {"prebuilt": NEW_TOOLBOX}
     program = run_program(stack, config=config)
     assert program.error is None, program.error
-    jobs = set(config["eks-training:jobs"])
-    truth = restarted(run_program(stack).registrations, program.registrations, jobs)
-    old, new = _plan(stack, stack_config(stack)), _plan(stack, config)
-    named = {r.name: r for r in run_changes(old, new, deployed_versions=installed_versions(old))}
+    truth = restarted(before, program.registrations, set(config["eks-training:jobs"]))
+    new = _plan(stack, config)
+    # plan --from: the old plan holds the build its revision made
+    named = {r.name: r for r in run_changes(old, new)}
     said = [(n, r.action, r.reasons) for n, r in named.items()]
     assert set(named) == set(truth), f"the cluster restarts {truth}, the summary names {said}"
-    for name, run in named.items():
+    # pulumi up: the recorded configuration planned with the new build, the record and the folders of the last update
+    folders = {n: j.output_dir for n, j in old.jobs.items()}
+    on_record = {r.name: r for r in run_changes(new, new, folders, installed_versions(old))}
+    assert set(on_record) == set(truth), f"the cluster restarts {truth}, the summary names {on_record}"
+    for name, run in on_record.items():
         job = new.jobs[name]
-        if job.image.variant == job.toolbox.variant:
-            assert run.action == "new run", run
-        else:
+        assert run.action == named[name].action, (run, named[name])
+        if job.image.variant != job.toolbox.variant:
             assert helpers(job) and run.action == "restarts", run
             assert run.reasons == (f"the training image its helper containers run ({', '.join(helpers(job))})",)
+        else:
+            assert run.action == ("same folder" if name == kept else "new run"), run
     if stack == "mpi-horovod":  # both on images of their own: restarted through the launchers' waits
-        assert {n: r.action for n, r in named.items()} == {"nccl": "restarts", "horovod": "restarts"}
+        assert {n: r.action for n, r in on_record.items()} == {"nccl": "restarts", "horovod": "restarts"}
         assert "its wait for nccl" in helpers(new.jobs["horovod"])
-    # plan --from: the old plan holds the build its revision made
-    assert run_changes(old, new) == tuple(named.values())
-    # pulumi up after an edit of training/ alone: the recorded configuration is planned with the new build, so only
-    # what the last update recorded holds the build the helpers ran, and the folders it exported the old runs'
-    folders = {n: j.output_dir for n, j in old.jobs.items()}
-    on_record = run_changes(new, new, folders, installed_versions(old))
-    assert [(r.name, r.action) for r in on_record] == [(n, r.action) for n, r in named.items()]
-    assert [r.reasons for r in on_record if r.action == "restarts"] == [
-        r.reasons for r in named.values() if r.action == "restarts"
-    ]
     assert not run_changes(new, new, {n: j.output_dir for n, j in new.jobs.items()}, installed_versions(new))
     # the jobs' lines say it, not the lines of what this version of the project moves
     assert not version_moves(installed_versions(old), new, new)
+
+
+def test_a_record_without_the_builds_names_the_jobs_it_cannot_see() -> None:
+    """The first ``pulumi up`` after a version of this project that recorded no builds: a job whose helpers run the
+    bundled image (or kept in its folder on it) may start again unseen, and a note names it."""
+    config = stack_config("mpi-horovod")
+    plan = _plan("mpi-horovod", config)
+    record = {k: v for k, v in installed_versions(plan).items() if not k.endswith(BUILD_SUFFIX)}
+    report = compare(plan, plan, old_label="the last update", deployed_versions=record)
+    assert report.runs == ()
+    assert (
+        "job(s) nccl, horovod: the last update recorded no build of the images they run (an earlier version of this "
+        "project): a new build starts them again in their runs, which this summary cannot see; the preview marks "
+        "their objects +- (replace)"
+    ) in report.notes, report.notes
+    assert not unrecorded_notes(plan, (), installed_versions(plan))
+    assert not unrecorded_notes(plan, (), None)  # plan --from: no record
+    # dev's jobs run the bundled image without an outputDir: a new build moves their folders, which the summary sees
+    dev = stack_config("dev")
+    assert unrecorded_notes(_plan("dev", dev), (), {}) == []
+    dev["eks-training:jobs"]["evaluate"]["outputDir"] = "runs/kept"  # unless one keeps its folder
+    (note,) = unrecorded_notes(_plan("dev", dev), (), {})
+    assert note.startswith("job(s) evaluate: "), note
