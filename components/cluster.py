@@ -255,13 +255,7 @@ class TrainingCluster(pulumi.ComponentResource):
         partition = current_partition(self)
         kms_key = self._secrets_key(name, args, partition)
         node_role_arn = self._node_role(name, args, partition)
-        log_group = aws.cloudwatch.LogGroup(
-            f"{name}-control-plane-logs",
-            name=control_plane_log_group_name(args["cluster_name"]),
-            retention_in_days=int(args.get("log_retention_days", 30)),
-            tags=dict(args.get("tags") or {}),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+        log_group = self._log_group(name, args)
         self.cluster = self._eks_cluster(name, args, partition, kms_key, log_group)
         # An output of the remote component resolves only after all of its children exist.
         cluster_name = args["cluster_name"]
@@ -274,18 +268,7 @@ class TrainingCluster(pulumi.ComponentResource):
         system = self._system_group(name, args, node_role_arn)
         late = [self._addon(name, args, eks_name, n, [system]) for n in LATE_ADDONS]
 
-        # Kubernetes objects are created through a provider built from this kubeconfig: it resolves once the system
-        # nodes (where the controllers of Helm releases run: an atomic release would otherwise time out) and the Pod
-        # Identity agent (credentials for pods that call AWS) exist, and on destroy those objects go first. CoreDNS,
-        # metrics-server and the node monitoring agent are not waited for here: pods that resolve names wait for
-        # CoreDNS themselves (coredns_addon), nothing waits for the other two.
-        env, role = dict(args.get("token_env") or {}), args.get("token_role_arn")
-        self.shared_kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(self.cluster.kubeconfig_json, system.node_group_name, pod_identity_agent.arn).apply(
-                lambda v: str(v[0])
-            )
-        )
-        self.kubeconfig = self.shared_kubeconfig.apply(lambda k: with_token_credentials(k, env, role))
+        self.shared_kubeconfig, self.kubeconfig = self._kubeconfigs(args, system, pod_identity_agent)
         self.node_role_arn = node_role_arn
         self.node_security_group_id = self.cluster.node_security_group_id
         self.secrets_kms_key_arn = kms_key.arn
@@ -317,6 +300,33 @@ class TrainingCluster(pulumi.ComponentResource):
                 "installed_addons": self.installed_addons,
             }
         )
+
+    def _log_group(self, name: str, args: TrainingClusterArgs) -> aws.cloudwatch.LogGroup:
+        """The control plane's log group, made before the cluster so that its retention applies from the start."""
+        return aws.cloudwatch.LogGroup(
+            f"{name}-control-plane-logs",
+            name=control_plane_log_group_name(args["cluster_name"]),
+            retention_in_days=int(args.get("log_retention_days", 30)),
+            tags=dict(args.get("tags") or {}),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _kubeconfigs(
+        self, args: TrainingClusterArgs, system: TrainingNodeGroup, pod_identity_agent: aws.eks.Addon
+    ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+        """The kubeconfig to share (no credentials) and the one this program's provider uses (signed as the stack's
+        AWS provider: ``token_env``, ``token_role_arn``). Kubernetes objects are created through a provider built from
+        it: it resolves once the system nodes (where the controllers of Helm releases run: an atomic release would
+        otherwise time out) and the Pod Identity agent (credentials for pods that call AWS) exist, and on destroy
+        those objects go first. CoreDNS, metrics-server and the node monitoring agent are not waited for here: pods
+        that resolve names wait for CoreDNS themselves (``coredns_addon``), nothing waits for the other two."""
+        env, role = dict(args.get("token_env") or {}), args.get("token_role_arn")
+        shared: pulumi.Output[str] = pulumi.Output.secret(
+            pulumi.Output.all(self.cluster.kubeconfig_json, system.node_group_name, pod_identity_agent.arn).apply(
+                lambda v: str(v[0])
+            )
+        )
+        return shared, shared.apply(lambda k: with_token_credentials(k, env, role))
 
     def _secrets_key(self, name: str, args: TrainingClusterArgs, partition: pulumi.Output[str]) -> aws.kms.Key:
         """The KMS key (rotated, administered by the account) that encrypts the cluster's secrets, and its alias."""
