@@ -102,50 +102,30 @@ def compare(
     jobs' output folders the last update exported, where recorded; ``deployed_versions``: what it recorded it
     installed, the add-ons' versions, the launch templates' digests, the groups' AMI releases and the Kueue flavors
     among them); ``from_file``: ``old_label`` names a stack file (``plan --from``), not the last update."""
-    problems = minor_problems(
+    _refuse_breaking_moves(
         old_plan,
         new_plan,
         running,
         unread=unread,
-        recorded=deployed_versions,
+        region=region,
+        deployed_zones=deployed_zones,
+        deployed_versions=deployed_versions,
         compared=old_label if from_file else None,
     )
-    # the minor's steps first: add-ons follow it
-    problems = problems or addon_step_problems(old_plan, new_plan, deployed_versions)
-    problems += network_problems(old_plan, new_plan, region, deployed_zones)
-    problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
-    problems += flavor_problems(old_plan, new_plan, deployed_versions)
-    if problems:
-        raise ConfigError(problems)
-    old_groups = {g.name: g for g in old_plan.all_groups}
-    new_names = {g.name for g in new_plan.all_groups}
-    groups: list[GroupChange] = []
-    notes: list[str] = []
     runs = run_changes(old_plan, new_plan, deployed_dirs, deployed_versions)
     replaced = frozenset(r.name for r in runs if r.action not in ("added", "removed"))
-    # the jobs' budgets change through the cluster's Kubernetes provider, once the system group's update ended: its
-    # own roll, and those of the groups beside it, run under the budgets the jobs had (all_groups: the system first)
-    system_moves = False
-    for g in new_plan.all_groups:
-        if g.name in old_groups:
-            late = g.name == new_plan.system.name or system_moves
-            change, group_notes = group_change(
-                old_plan, new_plan, old_groups[g.name], g, deployed_versions, replaced, budgets_late=late
-            )
-            system_moves = system_moves or (g.name == new_plan.system.name and change is not None)
-            groups += [change] if change is not None else []
-            notes += group_notes
-            if from_file:
-                notes += unseen_release_notes(old_groups[g.name], g)
+    groups, notes = _kept_group_changes(old_plan, new_plan, deployed_versions, replaced, from_file)
+    addons = _addon_changes(old_plan, new_plan, deployed_versions)
+    new_minor = new_plan.config.cluster.kubernetes_version
     notes += outgoing_notes(old_plan, new_plan)
     notes += _team_notes(new_plan, groups)
     notes += _held_addon_notes(old_plan, new_plan)
     notes += deadline_notes(old_plan, new_plan, runs)
     notes += unrecorded_notes(new_plan, runs, deployed_versions)
-    addons = _addon_changes(old_plan, new_plan, deployed_versions)
-    new_minor = new_plan.config.cluster.kubernetes_version
     notes += _default_addon_notes(addons, new_minor)
     notes += network_notes(old_plan, new_plan) if region is None else []
+    old_groups = {g.name: g for g in old_plan.all_groups}
+    new_names = {g.name for g in new_plan.all_groups}
     groups += [added_group(g) for g in new_plan.all_groups if g.name not in old_groups]
     groups += [
         deleted_group(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names
@@ -162,6 +142,56 @@ def compare(
         runs=runs,
         jobs_only=new_plan.config.cluster.stack_reference is not None,
     )
+
+
+def _refuse_breaking_moves(
+    old_plan: Plan,
+    new_plan: Plan,
+    running: Optional[str],
+    *,
+    unread: Optional[str],
+    region: Optional[RegionZones],
+    deployed_zones: Optional[list[str]],
+    deployed_versions: Optional[Mapping[str, object]],
+    compared: Optional[str],
+) -> None:
+    """:class:`ConfigError` with every upgrade rule the move breaks: the minor's steps first (the add-ons' follow
+    them), then the network, the pinned AMI releases and the Kueue flavors."""
+    problems = minor_problems(old_plan, new_plan, running, unread=unread, recorded=deployed_versions, compared=compared)
+    problems = problems or addon_step_problems(old_plan, new_plan, deployed_versions)
+    problems += network_problems(old_plan, new_plan, region, deployed_zones)
+    problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
+    problems += flavor_problems(old_plan, new_plan, deployed_versions)
+    if problems:
+        raise ConfigError(problems)
+
+
+def _kept_group_changes(
+    old_plan: Plan,
+    new_plan: Plan,
+    deployed_versions: Optional[Mapping[str, object]],
+    replaced: frozenset[str],
+    from_file: bool,
+) -> tuple[list[GroupChange], list[str]]:
+    """What the update does to each group both plans have (the system first), and their notes. The jobs' budgets
+    change through the cluster's Kubernetes provider, once the system group's update ended: its own roll, and those
+    of the groups beside it, run under the budgets the jobs had."""
+    old_groups = {g.name: g for g in old_plan.all_groups}
+    groups: list[GroupChange] = []
+    notes: list[str] = []
+    system_moves = False
+    for g in new_plan.all_groups:
+        if g.name in old_groups:
+            late = g.name == new_plan.system.name or system_moves
+            change, group_notes = group_change(
+                old_plan, new_plan, old_groups[g.name], g, deployed_versions, replaced, budgets_late=late
+            )
+            system_moves = system_moves or (g.name == new_plan.system.name and change is not None)
+            groups += [change] if change is not None else []
+            notes += group_notes
+            if from_file:
+                notes += unseen_release_notes(old_groups[g.name], g)
+    return groups, notes
 
 
 def _team_notes(new_plan: Plan, groups: list[GroupChange]) -> list[str]:
