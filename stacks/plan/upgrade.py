@@ -117,6 +117,12 @@ def compare(
     groups, notes = _kept_group_changes(old_plan, new_plan, deployed_versions, replaced, from_file)
     addons = _addon_changes(old_plan, new_plan, deployed_versions)
     new_minor = new_plan.config.cluster.kubernetes_version
+    old_groups = {g.name: g for g in old_plan.all_groups}
+    new_names = {g.name for g in new_plan.all_groups}
+    groups += [added_group(g) for g in new_plan.all_groups if g.name not in old_groups]
+    groups += [
+        deleted_group(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names
+    ]
     notes += outgoing_notes(old_plan, new_plan)
     notes += _team_notes(new_plan, groups)
     notes += _held_addon_notes(old_plan, new_plan)
@@ -124,12 +130,6 @@ def compare(
     notes += unrecorded_notes(new_plan, runs, deployed_versions)
     notes += _default_addon_notes(addons, new_minor)
     notes += network_notes(old_plan, new_plan) if region is None else []
-    old_groups = {g.name: g for g in old_plan.all_groups}
-    new_names = {g.name for g in new_plan.all_groups}
-    groups += [added_group(g) for g in new_plan.all_groups if g.name not in old_groups]
-    groups += [
-        deleted_group(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names
-    ]
     return Upgrade(
         old_label=old_label,
         old_minor=old_plan.config.cluster.kubernetes_version,

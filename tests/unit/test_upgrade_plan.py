@@ -249,6 +249,21 @@ def test_a_cluster_stacks_rolls_name_the_teams_whose_jobs_they_may_stop() -> Non
     assert not [n for n in compare(old, old).notes if n.startswith("the teams'")]  # nothing rolls: no note
 
 
+def test_a_cluster_stacks_deleted_group_names_the_teams_whose_jobs_it_may_stop() -> None:
+    """A group the cluster stack's file no longer has goes at the end of the update, with the teams' jobs on it: the
+    note names it, though nothing else rolls."""
+    folder = REPO / "examples" / "teams"
+    config = load_yaml((folder / "Pulumi.shared.yaml").read_text())["config"]
+    spare = {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1}
+    with_spare = {**config, P + "nodeGroups": {**config[P + "nodeGroups"], "spare": spare}}
+    old = build_plan(load_config("eks-training", "shared", with_spare, project_dir=REPO))
+    new = build_plan(load_config("eks-training", "shared", config, project_dir=REPO))
+    u = compare(old, new)
+    assert [(g.path, g.action) for g in u.groups] == [("nodeGroups.spare", "delete")], u.groups
+    (note,) = [n for n in u.notes if n.startswith("the teams'")]
+    assert "may run jobs on nodeGroups.spare:" in note, note
+
+
 def variant_of(config: dict[str, Any], minor: str) -> dict[str, Any]:
     """``config`` with its cluster's minor set to ``minor``."""
     return {**config, P + "cluster": {**(config.get(P + "cluster") or {}), "kubernetesVersion": minor}}
