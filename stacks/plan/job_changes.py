@@ -94,7 +94,7 @@ def run_changes(
         old_dir = deployed.get(name, was.output_dir)
         kept = old_dir == job.output_dir and not _moved(job.image, was.image, recorded)
         if kept and (was.run_id == job.run_id or _folder_named_only(was, job)):
-            restarts = pod_changes(was, job)
+            restarts = pod_changes(was, job) + _outside_changes(was, job)
             if job.toolbox in job_images(job)[1:] and _moved(job.toolbox, was.toolbox, recorded):
                 restarts.append(
                     f"the {job.toolbox.variant} image its helper containers run ({', '.join(helpers(job))})"
@@ -150,6 +150,17 @@ def unrecorded_notes(new_plan: Plan, runs: tuple[JobRun, ...], recorded: Optiona
         if unseen
         else []
     )
+
+
+def _outside_changes(before: JobPlan, after: JobPlan) -> list[str]:
+    """The settings outside the job's own keys that its pods read, by key, where they differ: its dataset's folder
+    (``DATA_DIR``), and an MPI job's ``mpiPrefix`` (its launcher's ``mpirun`` path)."""
+    out = []
+    if after.dataset is not None and before.data_dir != after.data_dir:
+        out.append(f"datasets.{after.dataset}.path")
+    if KINDS[after.kind].needs_mpi_operator and before.image.mpi_prefix != after.image.mpi_prefix:
+        out.append(f"images.{after.image.name}.mpiPrefix")
+    return out
 
 
 def _folder_named_only(before: JobPlan, after: JobPlan) -> bool:

@@ -326,6 +326,58 @@ def test_a_renamed_group_restarts_its_jobs_at_once_and_its_deletion_stops_none()
     assert "  job train: nodeGroup (or that group's labels, taints or zone) changed: its Job is replaced" in text, text
 
 
+#: A prebuilt image for nccl-tests (its Open MPI's folder given).
+NCCL_PREBUILT = {"prebuilt": "123456789012.dkr.ecr.us-east-1.amazonaws.com/nccl@sha256:" + "3" * 64}
+
+
+def _dataset_moved(config: dict[str, Any]) -> None:
+    config["eks-training:datasets"]["cifar10"]["path"] = "datasets/cifar"
+
+
+def _nccl_prebuilt(prefix: str) -> Any:
+    def change(config: dict[str, Any]) -> None:
+        config["eks-training:images"]["nccl-tests"] = {**NCCL_PREBUILT, "mpiPrefix": prefix}
+
+    return change
+
+
+#: Changes outside the jobs' keys that their pods read: (id, stack, the old configuration's change, the new one's,
+#: the key the summary names).
+OUTSIDE_CHANGES = [
+    ("dataset-path", "dev", None, _dataset_moved, "datasets.cifar10.path"),
+    (
+        "mpi-prefix",
+        "mpi-horovod",
+        _nccl_prebuilt("/opt/amazon/openmpi"),
+        _nccl_prebuilt("/opt/hpcx/ompi"),
+        "images.nccl-tests.mpiPrefix",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "stack, old_change, change, named_key", [c[1:] for c in OUTSIDE_CHANGES], ids=[c[0] for c in OUTSIDE_CHANGES]
+)
+def test_a_change_outside_a_jobs_keys_restarts_exactly_the_jobs_the_cluster_restarts(
+    stack: str, old_change: Any, change: Any, named_key: str
+) -> None:
+    """A dataset's folder (its pods' ``DATA_DIR``) or an MPI image's ``mpiPrefix`` (its launcher's ``mpirun``) is
+    read by the jobs' pods: their objects are replaced, and the summary names them with the key."""
+    config = stack_config(stack)
+    if old_change is not None:
+        old_change(config)
+    before = run_program(stack, config=copy.deepcopy(config)) if old_change else run_program(stack)
+    old = _plan(stack, copy.deepcopy(config))
+    change(config)
+    program = run_program(stack, config=config)
+    assert program.error is None, program.error
+    truth = restarted(before.registrations, program.registrations, set(config["eks-training:jobs"]))
+    assert truth, "the change replaces no job"
+    named = {r.name: r for r in run_changes(old, _plan(stack, config))}
+    assert set(named) == set(truth), f"the cluster restarts {truth}, the summary names {named}"
+    assert all(r.action == "restarts" and named_key in r.reasons for r in named.values()), named
+
+
 #: A new build of the bundled image, as a prebuilt reference (its version is its reference).
 NEW_TOOLBOX = "123456789012.dkr.ecr.us-east-1.amazonaws.com/training@sha256:" + "1" * 64
 #: Presets with jobs on the bundled image, on images of their own with helpers, and without; dev's evaluate also
