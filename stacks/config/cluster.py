@@ -65,7 +65,8 @@ class ClusterConfig(Model):
     log_types: list[LogType] = Field(default_factory=lambda: list(DEFAULT_LOG_TYPES))
     """The control-plane logs sent to CloudWatch."""
     service_cidr: Optional[str] = None
-    """The Kubernetes service range, a /12 to /24 outside the VPC; default EKS's choice."""
+    """The Kubernetes service range, a /12 to /24 outside the VPC; default EKS's choice. EKS cannot change it: a later
+    ``pulumi up`` refuses another value."""
     create_oidc_provider: bool = False
     """Create the cluster's IAM OIDC provider (IRSA); the drivers use EKS Pod Identity without it."""
     addon_versions: dict[str, str] = Field(default_factory=dict, json_schema_extra=reference(allowed=EKS_ADDONS))

@@ -130,6 +130,9 @@ def compare(
     notes += unrecorded_notes(new_plan, runs, deployed_versions)
     notes += _default_addon_notes(addons, new_minor)
     notes += network_notes(old_plan, new_plan) if region is None else []
+    notes += _service_range_notes(old_plan, new_plan)
+    notes += _removed_team_notes(old_plan, new_plan)
+    notes += _storage_class_notes(old_plan, new_plan)
     return Upgrade(
         old_label=old_label,
         old_minor=old_plan.config.cluster.kubernetes_version,
@@ -162,8 +165,37 @@ def _refuse_breaking_moves(
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
     problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
     problems += flavor_problems(old_plan, new_plan, deployed_versions)
+    problems += _service_range_problems(old_plan, new_plan)
     if problems:
         raise ConfigError(problems)
+
+
+def _service_range_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A cluster's service range moved from one set value to another: EKS cannot change it, so the provider would
+    replace the cluster, its nodes and every Kubernetes object (terraform-provider-aws ``aws_eks_cluster``:
+    ``kubernetes_network_config.service_ipv4_cidr`` forces a new one). Unset, EKS chose one at creation, which the
+    setting keeps (:func:`_service_range_notes`)."""
+    a, b = old_plan.config.cluster.service_cidr, new_plan.config.cluster.service_cidr
+    if new_plan.config.cluster.stack_reference is not None or a is None or b is None or a == b:
+        return []
+    return [
+        f"{key('cluster.serviceCidr')}: {a} -> {b} would replace the EKS cluster, with its nodes, jobs and every "
+        f"Kubernetes object (EKS cannot change a cluster's service range): set it back to {a}, or make a new stack"
+    ]
+
+
+def _service_range_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A service range set where the old configuration left it to EKS: the cluster is replaced unless it is the range
+    EKS chose (10.100.0.0/16 or 172.20.0.0/16, by the VPC's own range)."""
+    a, b = old_plan.config.cluster.service_cidr, new_plan.config.cluster.service_cidr
+    if new_plan.config.cluster.stack_reference is not None or a is not None or b is None:
+        return []
+    return [
+        f"{key('cluster.serviceCidr')} unset -> {b}: EKS chose the cluster's service range when it made it, and "
+        f"cannot change it: unless {b} is that range, the cluster is replaced with its nodes, jobs and every "
+        f"Kubernetes object. `aws eks describe-cluster --name {new_plan.config.cluster_name} --query "
+        "cluster.kubernetesNetworkConfig.serviceIpv4Cidr` prints it"
+    ]
 
 
 def _kept_group_changes(
@@ -192,6 +224,34 @@ def _kept_group_changes(
             if from_file:
                 notes += unseen_release_notes(old_groups[g.name], g)
     return groups, notes
+
+
+def _removed_team_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A team the cluster stack's file no longer has: its namespace goes, and Kubernetes deletes everything in it."""
+    old, new = old_plan.config.teams, new_plan.config.teams
+    return [
+        f"team {name} removed: its namespace {team.namespace_name(name)} goes, and with it everything in it (its "
+        "queue, its claim of the shared volume, and the jobs its jobs-only stack runs there: their pods stop). "
+        "Destroy that stack first"
+        for name, team in old.items()
+        if name not in new
+    ]
+
+
+def _storage_class_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A new ``storageClassName``: the StorageClass and the shared claim are made anew (a claim's class cannot
+    change); the old claim goes only once no pod mounts it."""
+    a, b = old_plan.config.storage, new_plan.config.storage
+    if new_plan.config.cluster.stack_reference is not None or a.backend != "efs" or b.backend != "efs":
+        return []
+    if a.storage_class_name == b.storage_class_name:
+        return []
+    return [
+        f"{key('storage.storageClassName')} {a.storage_class_name} -> {b.storage_class_name}: the StorageClass and "
+        "the shared claim are made anew, on the same folder of the file system (the class's subPathPattern). "
+        "Kubernetes deletes the old claim only once no pod mounts it, so `pulumi up` waits for the running jobs' "
+        "pods to end: let them finish first"
+    ]
 
 
 def _team_notes(new_plan: Plan, groups: list[GroupChange]) -> list[str]:
@@ -303,6 +363,17 @@ def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
             f"{' and '.join(key('storage.' + k) for k in changed)}: the claim {a.namespace}/{a.pvc_name} -> "
             f"{b.namespace}/{b.pvc_name}; on EFS each claim has a folder of its own, so the jobs get that claim's "
             "folder, empty unless the claim was used before (the old folder stays)"
+        )
+    elif (
+        b.backend == "efs"
+        and a.file_system_id is None
+        and b.file_system_id is None
+        and (a.performance_mode != b.performance_mode)
+    ):
+        # terraform-provider-aws aws_efs_file_system: performance_mode forces a new one
+        found.append(
+            f"{key('storage.performanceMode')} {a.performance_mode} -> {b.performance_mode}: a new, empty file "
+            f"system{deleted}"
         )
     elif b.backend == "fsx" and a.file_system_id is None and b.file_system_id is None:
         found += [f"{what}: a new, empty file system{deleted}" for what in _fsx_replaced(old_plan, new_plan)]

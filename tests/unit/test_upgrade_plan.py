@@ -2139,3 +2139,67 @@ def test_the_json_names_a_rolls_extra_nodes_in_camel_case_as_its_other_keys() ->
     )
     groups = {g["key"]: g for g in upgrade_report(u)["nodeGroups"]}
     assert groups["nodeGroups.cpu"]["surge"] == {"perZone": 2, "zones": 2, "instanceType": "m5.xlarge", "vcpus": 4}
+
+
+def _cluster(stack: str, **settings: Any) -> dict[str, Any]:
+    cfg = preset(stack)
+    cfg[P + "cluster"] = {**(cfg.get(P + "cluster") or {}), **settings}
+    return cfg
+
+
+def test_a_moved_service_range_is_refused_and_a_first_one_is_noted() -> None:
+    """EKS cannot change a cluster's service range: the provider would replace the cluster (terraform-provider-aws
+    ``aws_eks_cluster``, ``service_ipv4_cidr`` forces a new one). One set value to another is refused; a first value
+    is noted, since EKS chose one at creation that it may equal; removing the setting keeps the cluster's."""
+    a, b = (
+        plan_of("dev", _cluster("dev", serviceCidr="172.20.0.0/16")),
+        plan_of("dev", _cluster("dev", serviceCidr="10.200.0.0/16")),
+    )
+    assert _refused(a, b) == (
+        "eks-training:cluster.serviceCidr: 172.20.0.0/16 -> 10.200.0.0/16 would replace the EKS cluster, with its "
+        "nodes, jobs and every Kubernetes object (EKS cannot change a cluster's service range): set it back to "
+        "172.20.0.0/16, or make a new stack"
+    )
+    unset = plan_of("dev", preset("dev"))
+    (note,) = [n for n in compare(unset, b).notes if "serviceCidr" in n]
+    assert note.startswith("eks-training:cluster.serviceCidr unset -> 10.200.0.0/16: EKS chose the cluster's "), note
+    assert not [n for n in compare(a, unset).notes if "serviceCidr" in n]
+    assert not [n for n in compare(a, a).notes if "serviceCidr" in n]
+
+
+def test_a_new_efs_performance_mode_is_a_new_empty_file_system() -> None:
+    """terraform-provider-aws ``aws_efs_file_system``: ``performance_mode`` forces a new file system."""
+    old = plan_of("dev", _storage("dev", throughputMode="bursting"))
+    new = plan_of("dev", _storage("dev", throughputMode="bursting", performanceMode="maxIO"))
+    assert compare(old, new).data == (
+        "eks-training:storage.performanceMode generalPurpose -> maxIO: a new, empty file system; the old file system "
+        "is deleted with its data (storage.retainOnDelete was not applied)",
+    )
+    assert compare(old, old).data == ()
+
+
+def test_a_new_storage_class_name_is_noted_with_the_wait_for_the_jobs_pods() -> None:
+    old = plan_of("dev", preset("dev"))
+    (note,) = [
+        n
+        for n in compare(old, plan_of("dev", _storage("dev", storageClassName="efs-training"))).notes
+        if "storageClassName" in n
+    ]
+    assert note.startswith("eks-training:storage.storageClassName efs-shared -> efs-training: the StorageClass and "), (
+        note
+    )
+    assert "waits for the running jobs' pods to end" in note
+    assert not [n for n in compare(old, old).notes if "storageClassName" in n]
+
+
+def test_a_removed_team_is_noted_with_what_goes_with_its_namespace() -> None:
+    config = load_yaml((REPO / "examples" / "teams" / "Pulumi.shared.yaml").read_text())["config"]
+    gone = "nlp"  # team-nlp; vision takes the whole fleet
+    kept = {"vision": {**config[P + "teams"]["vision"], "quotaPercent": 100}}
+    old = build_plan(load_config("eks-training", "shared", config, project_dir=REPO))
+    new = build_plan(load_config("eks-training", "shared", {**config, P + "teams": kept}, project_dir=REPO))
+    (note,) = [n for n in compare(old, new).notes if n.startswith(f"team {gone} removed")]
+    assert "its namespace team-nlp goes, and with it everything in it" in note and "Destroy that stack first" in note, (
+        note
+    )
+    assert not [n for n in compare(old, old).notes if " removed: its namespace" in n]
