@@ -309,14 +309,23 @@ def _read_attempt_records(records: list[dict[str, Any]], attempts: dict[str, _At
 def _end_at_clean_exits(records: list[dict[str, Any]], attempts: dict[str, _Attempt]) -> None:
     """A command that exited 0 is done (the whole contract of a user's program: it prints no "done" line): its pod's
     last attempt ended then, and the time after its last step is finishing, not time lost to a failure; unless the
-    run gave up (wrote its FAILED file), whose time after the last step stays lost."""
+    run gave up (wrote its FAILED file), whose time after the last step stays lost. A command that exited after its
+    launcher got a stop signal (a drain, a resize) ended in an orderly stop, as a ``stopping`` line says it: the
+    time until the next attempt is waiting, not lost (a user's program prints no ``stopping`` line)."""
     for r in records:
-        if r["kind"] == "exit" and r.get("command_code") == 0 and not r.get("failed"):
-            t = float(r["time"])
-            mine = [a for a in attempts.values() if a.id.startswith(f"{r.get('source')}#") and a.start <= t]
-            last = max(mine, key=lambda a: a.start, default=None)
-            if last is not None and last.ended is None:
-                last.ended, last.end_time = "done", t
+        if r["kind"] != "exit":
+            continue
+        if r.get("command_code") == 0 and not r.get("failed"):
+            end = "done"
+        elif r.get("stop_signal") and not r.get("failed"):
+            end = "stopped"
+        else:
+            continue
+        t = float(r["time"])
+        mine = [a for a in attempts.values() if a.id.startswith(f"{r.get('source')}#") and a.start <= t]
+        last = max(mine, key=lambda a: a.start, default=None)
+        if last is not None and last.ended is None:
+            last.ended, last.end_time = end, t
 
 
 def _split_attempt(split: _Split, a: _Attempt, previous: Optional[_Attempt], cutoff: float, followed: bool) -> None:

@@ -148,8 +148,10 @@ def run_command(args: LaunchArgs, supervisor: Supervisor, launched_at: float) ->
     ledger.record("launch", at=launched_at)
     supervisor.watcher = goodput.LineWatcher(ledger, os.environ.get(goodput.STEP_PATTERN_ENV) or None)
     command_code = supervisor.run(args.command)
-    # whether the run gave up (its FAILED file): an exit 0 then ends no attempt as done (goodput's accounting)
-    ledger.record("exit", command_code=command_code, failed=read_failed(args.output_dir) is not None)
+    # whether the run gave up (its FAILED file): an exit 0 then ends no attempt as done; whether a stop signal came
+    # (a drain, a resize): the attempt then ended in an orderly stop, not a failure (goodput's accounting)
+    stop = signal.Signals(supervisor.stop_signal).name if supervisor.stop_signal is not None else None
+    ledger.record("exit", command_code=command_code, failed=read_failed(args.output_dir) is not None, stop_signal=stop)
     if not ledger.close():
         log(
             "goodput_not_recorded",

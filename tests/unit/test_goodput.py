@@ -321,6 +321,39 @@ def test_a_users_program_that_exits_0_lost_nothing(tmp_path: Path) -> None:
     assert result["lost_s"] == 0 and result["interruptions"] == []
 
 
+def test_a_users_program_stopped_by_a_signal_lost_nothing(tmp_path: Path) -> None:
+    """A user's program prints only ``{"step": N}`` lines; pod a's launcher gets SIGTERM (a drain) and its command
+    exits at 8 (the program saved at step 50 and exited 1); pod b starts at 10, its first step 51 at 11. The time
+    from a's last step to its exit is the stop's checkpoint, then waiting until b's start: nothing lost.
+    waiting 2 (0..2) + 2 (8..10), starting 1 (2..3) + 1 (10..11), training 4 (3..7) + 4 (11..15), checkpointing 1
+    (7..8), finishing 1 (15..16)."""
+    a, b = Pod(tmp_path, "a", launched=0), Pod(tmp_path, "b", launched=0)
+    a.watcher.new_attempt(T + 2)
+    a.say(3, step=0)
+    a.say(7, step=50)
+    a.ledger.record("exit", at=T + 8, command_code=1, failed=False, stop_signal="SIGTERM")
+    b.watcher.new_attempt(T + 10)
+    b.say(11, step=51)
+    b.say(15, step=100)
+    b.ledger.record("exit", at=T + 16, command_code=0, failed=False, stop_signal=None)
+    result = split(tmp_path, a, b)
+    assert_split(result, waiting=4.0, starting=2.0, training=8.0, checkpointing=1.0, finishing=1.0)
+    assert result["lost_s"] == 0
+    assert [i["cause"] for i in result["interruptions"]] == ["stop"], result["interruptions"]
+    # the same exit without the signal is a failure: the time from its last step to b's first is lost
+    c, d = Pod(tmp_path / "failed", "a", launched=0), Pod(tmp_path / "failed", "b", launched=0)
+    c.watcher.new_attempt(T + 2)
+    c.say(3, step=0)
+    c.say(7, step=50)
+    c.ledger.record("exit", at=T + 8, command_code=1, failed=False, stop_signal=None)
+    d.watcher.new_attempt(T + 10)
+    d.say(11, step=51)
+    d.say(15, step=100)
+    d.ledger.record("exit", at=T + 16, command_code=0, failed=False, stop_signal=None)
+    failed = split(tmp_path / "failed", c, d)
+    assert failed["lost_s"] > 0 and [i["cause"] for i in failed["interruptions"]] == ["failure"], failed
+
+
 def test_a_program_that_gave_up_and_exited_0_still_lost_its_last_stretch(tmp_path: Path) -> None:
     """The same program having written its FAILED file (the README's way for a script of one's own to give up) before
     exiting 0: its launcher records that with the exit, and the time after its last step is not finishing."""
