@@ -283,7 +283,7 @@ class StorageConfig(Model):
     throughput_mode: Literal["elastic", "bursting"] = "elastic"
     """EFS: the throughput mode."""
     performance_mode: Literal["generalPurpose", "maxIO"] = "generalPurpose"
-    """EFS: the performance mode. Another mode later makes a new, empty file system."""
+    """EFS: the performance mode. EFS cannot change it: a later ``pulumi up`` refuses another mode."""
     retain_on_delete: bool = False
     """Keep the file system when the stack is destroyed (then reuse it with fileSystemId)."""
     file_system_id: Optional[str] = None

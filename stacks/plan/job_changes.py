@@ -153,11 +153,12 @@ def unrecorded_notes(new_plan: Plan, runs: tuple[JobRun, ...], recorded: Optiona
 
 
 def _outside_changes(before: JobPlan, after: JobPlan) -> list[str]:
-    """The settings outside the job's own keys that its pods read, by key, where they differ: its dataset's folder
-    (``DATA_DIR``), and an MPI job's ``mpiPrefix`` (its launcher's ``mpirun`` path)."""
+    """The settings outside the job's own keys that its pods read, where they differ: its dataset's folder
+    (``DATA_DIR``: the dataset's ``path``, or the FSx data repository's folder for one it imports), and an MPI job's
+    ``mpiPrefix`` (its launcher's ``mpirun`` path, by key)."""
     out = []
     if after.dataset is not None and before.data_dir != after.data_dir:
-        out.append(f"datasets.{after.dataset}.path")
+        out.append(f"the folder of dataset {after.dataset} (DATA_DIR {before.data_dir} -> {after.data_dir})")
     if KINDS[after.kind].needs_mpi_operator and before.image.mpi_prefix != after.image.mpi_prefix:
         out.append(f"images.{after.image.name}.mpiPrefix")
     return out

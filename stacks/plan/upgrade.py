@@ -166,6 +166,7 @@ def _refuse_breaking_moves(
     problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
     problems += flavor_problems(old_plan, new_plan, deployed_versions)
     problems += _service_range_problems(old_plan, new_plan)
+    problems += _efs_mode_problems(old_plan, new_plan)
     if problems:
         raise ConfigError(problems)
 
@@ -181,6 +182,21 @@ def _service_range_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     return [
         f"{key('cluster.serviceCidr')}: {a} -> {b} would replace the EKS cluster, with its nodes, jobs and every "
         f"Kubernetes object (EKS cannot change a cluster's service range): set it back to {a}, or make a new stack"
+    ]
+
+
+def _efs_mode_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A new performance mode of the EFS file system the stack made: EFS cannot change it, so the provider would
+    replace the file system (terraform-provider-aws ``aws_efs_file_system``: ``performance_mode`` forces a new one),
+    deleting its data, while the shared claim stays bound to the old one."""
+    a, b = old_plan.config.storage, new_plan.config.storage
+    made = a.backend == b.backend == "efs" and a.file_system_id is None and b.file_system_id is None
+    if new_plan.config.cluster.stack_reference is not None or not made or a.performance_mode == b.performance_mode:
+        return []
+    return [
+        f"{key('storage.performanceMode')}: {a.performance_mode} -> {b.performance_mode} would replace the EFS file "
+        "system this stack made, and its data with it (EFS cannot change a file system's performance mode): set it "
+        f"back to {a.performance_mode}, or make a new stack"
     ]
 
 
@@ -230,8 +246,9 @@ def _removed_team_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     """A team the cluster stack's file no longer has: its namespace goes, and Kubernetes deletes everything in it."""
     old, new = old_plan.config.teams, new_plan.config.teams
     return [
-        f"team {name} removed: its namespace {team.namespace_name(name)} goes, and with it everything in it (its "
-        "queue, its claim of the shared volume, and the jobs its jobs-only stack runs there: their pods stop). "
+        f"team {name} removed: `pulumi up` deletes its claim of the shared volume first, which waits for the pods that "
+        "mount it (10 minutes at most, then the update fails), then its namespace "
+        f"{team.namespace_name(name)} with everything in it: its queue and the jobs its jobs-only stack runs there. "
         "Destroy that stack first"
         for name, team in old.items()
         if name not in new
@@ -249,8 +266,9 @@ def _storage_class_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     return [
         f"{key('storage.storageClassName')} {a.storage_class_name} -> {b.storage_class_name}: the StorageClass and "
         "the shared claim are made anew, on the same folder of the file system (the class's subPathPattern). "
-        "Kubernetes deletes the old claim only once no pod mounts it, so `pulumi up` waits for the running jobs' "
-        "pods to end: let them finish first"
+        "The teams' claims are made anew too. Kubernetes deletes an old claim only once no pod mounts it, so `pulumi "
+        "up` waits for the running jobs' pods, the teams' too (10 minutes at most, then the update fails): let them "
+        "finish first"
     ]
 
 
@@ -363,17 +381,6 @@ def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
             f"{' and '.join(key('storage.' + k) for k in changed)}: the claim {a.namespace}/{a.pvc_name} -> "
             f"{b.namespace}/{b.pvc_name}; on EFS each claim has a folder of its own, so the jobs get that claim's "
             "folder, empty unless the claim was used before (the old folder stays)"
-        )
-    elif (
-        b.backend == "efs"
-        and a.file_system_id is None
-        and b.file_system_id is None
-        and (a.performance_mode != b.performance_mode)
-    ):
-        # terraform-provider-aws aws_efs_file_system: performance_mode forces a new one
-        found.append(
-            f"{key('storage.performanceMode')} {a.performance_mode} -> {b.performance_mode}: a new, empty file "
-            f"system{deleted}"
         )
     elif b.backend == "fsx" and a.file_system_id is None and b.file_system_id is None:
         found += [f"{what}: a new, empty file system{deleted}" for what in _fsx_replaced(old_plan, new_plan)]

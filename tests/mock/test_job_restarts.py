@@ -344,7 +344,13 @@ def _nccl_prebuilt(prefix: str) -> Any:
 #: Changes outside the jobs' keys that their pods read: (id, stack, the old configuration's change, the new one's,
 #: the key the summary names).
 OUTSIDE_CHANGES = [
-    ("dataset-path", "dev", None, _dataset_moved, "datasets.cifar10.path"),
+    (
+        "dataset-path",
+        "dev",
+        None,
+        _dataset_moved,
+        "the folder of dataset cifar10 (DATA_DIR /data/datasets/cifar10 -> /data/datasets/cifar)",
+    ),
     (
         "mpi-prefix",
         "mpi-horovod",

@@ -2167,13 +2167,15 @@ def test_a_moved_service_range_is_refused_and_a_first_one_is_noted() -> None:
     assert not [n for n in compare(a, a).notes if "serviceCidr" in n]
 
 
-def test_a_new_efs_performance_mode_is_a_new_empty_file_system() -> None:
-    """terraform-provider-aws ``aws_efs_file_system``: ``performance_mode`` forces a new file system."""
+def test_a_new_efs_performance_mode_is_refused() -> None:
+    """terraform-provider-aws ``aws_efs_file_system``: ``performance_mode`` forces a new file system, which would take
+    the data with it; also beside a change of the claim."""
     old = plan_of("dev", _storage("dev", throughputMode="bursting"))
-    new = plan_of("dev", _storage("dev", throughputMode="bursting", performanceMode="maxIO"))
-    assert compare(old, new).data == (
-        "eks-training:storage.performanceMode generalPurpose -> maxIO: a new, empty file system; the old file system "
-        "is deleted with its data (storage.retainOnDelete was not applied)",
+    new = plan_of("dev", _storage("dev", throughputMode="bursting", performanceMode="maxIO", pvcName="results"))
+    assert _refused(old, new) == (
+        "eks-training:storage.performanceMode: generalPurpose -> maxIO would replace the EFS file system this stack "
+        "made, and its data with it (EFS cannot change a file system's performance mode): set it back to "
+        "generalPurpose, or make a new stack"
     )
     assert compare(old, old).data == ()
 
@@ -2188,7 +2190,7 @@ def test_a_new_storage_class_name_is_noted_with_the_wait_for_the_jobs_pods() -> 
     assert note.startswith("eks-training:storage.storageClassName efs-shared -> efs-training: the StorageClass and "), (
         note
     )
-    assert "waits for the running jobs' pods to end" in note
+    assert "waits for the running jobs' pods, the teams' too (10 minutes at most" in note
     assert not [n for n in compare(old, old).notes if "storageClassName" in n]
 
 
@@ -2199,7 +2201,5 @@ def test_a_removed_team_is_noted_with_what_goes_with_its_namespace() -> None:
     old = build_plan(load_config("eks-training", "shared", config, project_dir=REPO))
     new = build_plan(load_config("eks-training", "shared", {**config, P + "teams": kept}, project_dir=REPO))
     (note,) = [n for n in compare(old, new).notes if n.startswith(f"team {gone} removed")]
-    assert "its namespace team-nlp goes, and with it everything in it" in note and "Destroy that stack first" in note, (
-        note
-    )
+    assert "then its namespace team-nlp with everything in it" in note and "Destroy that stack first" in note, note
     assert not [n for n in compare(old, old).notes if " removed: its namespace" in n]
