@@ -310,7 +310,7 @@ def _end_at_clean_exits(records: list[dict[str, Any]], attempts: dict[str, _Atte
     """A command that exited 0 is done (the whole contract of a user's program: it prints no "done" line): its pod's
     last attempt ended then, and the time after its last step is finishing, not time lost to a failure; unless the
     run gave up (wrote its FAILED file), whose time after the last step stays lost. A command that exited after its
-    launcher got a stop signal (a drain, a resize) ended in an orderly stop, as a ``stopping`` line says it: the
+    launcher got a stop signal (a drain of its node) ended in an orderly stop, as a ``stopping`` line says it: the
     time until the next attempt is waiting, not lost (a user's program prints no ``stopping`` line)."""
     for r in records:
         if r["kind"] != "exit":

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -149,9 +148,9 @@ def run_command(args: LaunchArgs, supervisor: Supervisor, launched_at: float) ->
     supervisor.watcher = goodput.LineWatcher(ledger, os.environ.get(goodput.STEP_PATTERN_ENV) or None)
     command_code = supervisor.run(args.command)
     # whether the run gave up (its FAILED file): an exit 0 then ends no attempt as done; whether a stop signal came
-    # (a drain, a resize): the attempt then ended in an orderly stop, not a failure (goodput's accounting)
-    stop = signal.Signals(supervisor.stop_signal).name if supervisor.stop_signal is not None else None
-    ledger.record("exit", command_code=command_code, failed=read_failed(args.output_dir) is not None, stop_signal=stop)
+    # (a drain): the attempt then ended in an orderly stop, not a failure (goodput's accounting)
+    failed = read_failed(args.output_dir) is not None
+    ledger.record("exit", command_code=command_code, failed=failed, stop_signal=supervisor.stop_name)
     if not ledger.close():
         log(
             "goodput_not_recorded",
@@ -166,7 +165,7 @@ def pod_exit_code(args: LaunchArgs, supervisor: Supervisor, command_code: int) -
     """The pod's exit code once the command ended (see the module docstring)."""
     done = read_done(args.output_dir)
     failed = read_failed(args.output_dir)
-    stop = signal.Signals(supervisor.stop_signal).name if supervisor.stop_signal is not None else None
+    stop = supervisor.stop_name
     if done is not None:
         code, outcome = EXIT_OK, "complete"
     elif failed is not None:

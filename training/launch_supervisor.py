@@ -37,6 +37,11 @@ class Supervisor:
         self.stop_at: float | None = None
         self.forwarded = False
 
+    @property
+    def stop_name(self) -> str | None:
+        """The stop signal's name (``SIGTERM``), or None before one arrived."""
+        return signal.Signals(self.stop_signal).name if self.stop_signal is not None else None
+
     def install(self) -> None:
         """Install the handlers for :data:`STOP_SIGNALS`."""
         for sig in STOP_SIGNALS:
@@ -58,8 +63,8 @@ class Supervisor:
 
     def check_stop(self) -> None:
         """Raise :class:`StopRequested` if a stop signal arrived."""
-        if self.stop_signal is not None:
-            raise StopRequested(signal.Signals(self.stop_signal).name)
+        if self.stop_name is not None:
+            raise StopRequested(self.stop_name)
 
     def sleep(self, seconds: float) -> None:
         """Sleep, but end at once (StopRequested) when a stop signal arrives."""

@@ -130,9 +130,10 @@ def compare(
     notes += unrecorded_notes(new_plan, runs, deployed_versions)
     notes += _default_addon_notes(addons, new_minor)
     notes += network_notes(old_plan, new_plan) if region is None else []
-    notes += _service_range_notes(old_plan, new_plan)
-    notes += _removed_team_notes(old_plan, new_plan)
-    notes += _storage_class_notes(old_plan, new_plan)
+    if new_plan.config.cluster.stack_reference is None:  # the cluster stack's own settings
+        notes += _service_range_notes(old_plan, new_plan)
+        notes += _removed_team_notes(old_plan, new_plan)
+        notes += _storage_class_notes(old_plan, new_plan)
     return Upgrade(
         old_label=old_label,
         old_minor=old_plan.config.cluster.kubernetes_version,
@@ -165,8 +166,8 @@ def _refuse_breaking_moves(
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
     problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
     problems += flavor_problems(old_plan, new_plan, deployed_versions)
-    problems += _service_range_problems(old_plan, new_plan)
-    problems += _efs_mode_problems(old_plan, new_plan)
+    if new_plan.config.cluster.stack_reference is None:  # a jobs-only stack makes neither cluster nor storage
+        problems += _service_range_problems(old_plan, new_plan) + _efs_mode_problems(old_plan, new_plan)
     if problems:
         raise ConfigError(problems)
 
@@ -177,7 +178,7 @@ def _service_range_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     ``kubernetes_network_config.service_ipv4_cidr`` forces a new one). Unset, EKS chose one at creation, which the
     setting keeps (:func:`_service_range_notes`)."""
     a, b = old_plan.config.cluster.service_cidr, new_plan.config.cluster.service_cidr
-    if new_plan.config.cluster.stack_reference is not None or a is None or b is None or a == b:
+    if a is None or b is None or a == b:
         return []
     return [
         f"{key('cluster.serviceCidr')}: {a} -> {b} would replace the EKS cluster, with its nodes, jobs and every "
@@ -191,7 +192,7 @@ def _efs_mode_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     deleting its data, while the shared claim stays bound to the old one."""
     a, b = old_plan.config.storage, new_plan.config.storage
     made = a.backend == b.backend == "efs" and a.file_system_id is None and b.file_system_id is None
-    if new_plan.config.cluster.stack_reference is not None or not made or a.performance_mode == b.performance_mode:
+    if not made or a.performance_mode == b.performance_mode:
         return []
     return [
         f"{key('storage.performanceMode')}: {a.performance_mode} -> {b.performance_mode} would replace the EFS file "
@@ -204,7 +205,7 @@ def _service_range_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     """A service range set where the old configuration left it to EKS: the cluster is replaced unless it is the range
     EKS chose (10.100.0.0/16 or 172.20.0.0/16, by the VPC's own range)."""
     a, b = old_plan.config.cluster.service_cidr, new_plan.config.cluster.service_cidr
-    if new_plan.config.cluster.stack_reference is not None or a is not None or b is None:
+    if a is not None or b is None:
         return []
     return [
         f"{key('cluster.serviceCidr')} unset -> {b}: EKS chose the cluster's service range when it made it, and "
@@ -259,9 +260,7 @@ def _storage_class_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     """A new ``storageClassName``: the StorageClass and the shared claim are made anew (a claim's class cannot
     change); the old claim goes only once no pod mounts it."""
     a, b = old_plan.config.storage, new_plan.config.storage
-    if new_plan.config.cluster.stack_reference is not None or a.backend != "efs" or b.backend != "efs":
-        return []
-    if a.storage_class_name == b.storage_class_name:
+    if a.backend != "efs" or b.backend != "efs" or a.storage_class_name == b.storage_class_name:
         return []
     return [
         f"{key('storage.storageClassName')} {a.storage_class_name} -> {b.storage_class_name}: the StorageClass and "
