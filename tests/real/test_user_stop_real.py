@@ -21,6 +21,7 @@ from tests.wait import patient, wait_for
 if str(REPO / "training") not in sys.path:  # training/'s modules import their siblings as top-level modules
     sys.path.insert(0, str(REPO / "training"))
 
+import goodput  # noqa: E402
 import launch  # noqa: E402
 import run_script  # noqa: E402
 
@@ -118,6 +119,10 @@ def test_a_users_script_stopped_on_one_pod_resumes_and_finishes_once(
         assert resumed["world_size"] == 1 and 20 <= resumed["step"] < STEPS, resumed  # from the stop's checkpoint
         assert (output / "DONE").is_file() and not (output / "FAILED").exists()
         assert (output / "DONE").stat().st_mtime >= (output / "result.json").stat().st_mtime >= term_at
+        # goodput's ledgers: the drained pod's launcher recorded its command's exit with the stop signal it got (an
+        # orderly stop, not a failure), the other's with none
+        exits = [r for r in goodput.read_ledgers(output) if r["kind"] == "exit"]
+        assert sorted(str(r.get("stop_signal")) for r in exits) == ["None", "SIGTERM"], exits
     finally:
         for pod in pods:
             pod.kill()
