@@ -311,7 +311,8 @@ def _end_at_clean_exits(records: list[dict[str, Any]], attempts: dict[str, _Atte
     last attempt ended then, and the time after its last step is finishing, not time lost to a failure; unless the
     run gave up (wrote its FAILED file), whose time after the last step stays lost. A command that exited after its
     launcher got a stop signal (a drain of its node) ended in an orderly stop, as a ``stopping`` line says it: the
-    time until the next attempt is waiting, not lost (a user's program prints no ``stopping`` line)."""
+    time until the next attempt is waiting, not lost (a user's program prints no ``stopping`` line); unless it had
+    stopped stepping before the signal (:func:`_hung_before`)."""
     for r in records:
         if r["kind"] != "exit":
             continue
@@ -324,8 +325,20 @@ def _end_at_clean_exits(records: list[dict[str, Any]], attempts: dict[str, _Atte
         t = float(r["time"])
         mine = [a for a in attempts.values() if a.id.startswith(f"{r.get('source')}#") and a.start <= t]
         last = max(mine, key=lambda a: a.start, default=None)
-        if last is not None and last.ended is None:
-            last.ended, last.end_time = end, t
+        if last is None or last.ended is not None:
+            continue
+        if end == "stopped" and _hung_before(last, r.get("stop_at")):
+            continue  # a program that had stopped stepping before the signal: the stop ended a failure
+        last.ended, last.end_time = end, t
+
+
+def _hung_before(a: _Attempt, stop_at: Any) -> bool:
+    """The attempt's last step came longer before the stop signal than any gap between its steps so far: it had
+    stopped stepping (a hang that the stop ended), so the time after its last step stays lost."""
+    times = sorted(t for t, _ in a.points)
+    if not isinstance(stop_at, (int, float)) or len(times) < 2:
+        return False
+    return float(stop_at) - times[-1] > max(b - t for t, b in zip(times, times[1:]))
 
 
 def _split_attempt(split: _Split, a: _Attempt, previous: Optional[_Attempt], cutoff: float, followed: bool) -> None:

@@ -150,7 +150,9 @@ def run_command(args: LaunchArgs, supervisor: Supervisor, launched_at: float) ->
     # whether the run gave up (its FAILED file): an exit 0 then ends no attempt as done; whether a stop signal came
     # (a drain): the attempt then ended in an orderly stop, not a failure (goodput's accounting)
     failed = read_failed(args.output_dir) is not None
-    ledger.record("exit", command_code=command_code, failed=failed, stop_signal=supervisor.stop_name)
+    ledger.record(
+        "exit", command_code=command_code, failed=failed, stop_signal=supervisor.stop_name, stop_at=supervisor.stop_at
+    )
     if not ledger.close():
         log(
             "goodput_not_recorded",

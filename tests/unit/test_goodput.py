@@ -331,7 +331,7 @@ def test_a_users_program_stopped_by_a_signal_lost_nothing(tmp_path: Path) -> Non
     a.watcher.new_attempt(T + 2)
     a.say(3, step=0)
     a.say(7, step=50)
-    a.ledger.record("exit", at=T + 8, command_code=1, failed=False, stop_signal="SIGTERM")
+    a.ledger.record("exit", at=T + 8, command_code=1, failed=False, stop_signal="SIGTERM", stop_at=T + 7.5)
     b.watcher.new_attempt(T + 10)
     b.say(11, step=51)
     b.say(15, step=100)
@@ -352,6 +352,18 @@ def test_a_users_program_stopped_by_a_signal_lost_nothing(tmp_path: Path) -> Non
     d.ledger.record("exit", at=T + 16, command_code=0, failed=False, stop_signal=None)
     failed = split(tmp_path / "failed", c, d)
     assert failed["lost_s"] > 0 and [i["cause"] for i in failed["interruptions"]] == ["failure"], failed
+    # a program that had stopped stepping (a hang: its last step at 7, steps 4 s apart) before the signal at 60
+    e, f = Pod(tmp_path / "hung", "a", launched=0), Pod(tmp_path / "hung", "b", launched=0)
+    e.watcher.new_attempt(T + 2)
+    e.say(3, step=0)
+    e.say(7, step=50)
+    e.ledger.record("exit", at=T + 61, command_code=1, failed=False, stop_signal="SIGTERM", stop_at=T + 60)
+    f.watcher.new_attempt(T + 63)
+    f.say(64, step=51)
+    f.say(68, step=100)
+    f.ledger.record("exit", at=T + 69, command_code=0, failed=False, stop_signal=None)
+    hung = split(tmp_path / "hung", e, f)
+    assert hung["lost_s"] >= 54 and [i["cause"] for i in hung["interruptions"]] == ["failure"], hung
 
 
 def test_a_program_that_gave_up_and_exited_0_still_lost_its_last_stretch(tmp_path: Path) -> None:
