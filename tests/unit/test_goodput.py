@@ -321,48 +321,37 @@ def test_a_users_program_that_exits_0_lost_nothing(tmp_path: Path) -> None:
     assert result["lost_s"] == 0 and result["interruptions"] == []
 
 
-def test_a_users_program_stopped_by_a_signal_lost_nothing(tmp_path: Path) -> None:
-    """A user's program prints only ``{"step": N}`` lines; pod a's launcher gets SIGTERM (a drain) and its command
-    exits at 8 (the program saved at step 50 and exited 1); pod b starts at 10, its first step 51 at 11. The time
-    from a's last step to its exit is the stop's checkpoint, then waiting until b's start: nothing lost.
-    waiting 2 (0..2) + 2 (8..10), starting 1 (2..3) + 1 (10..11), training 4 (3..7) + 4 (11..15), checkpointing 1
-    (7..8), finishing 1 (15..16)."""
-    a, b = Pod(tmp_path, "a", launched=0), Pod(tmp_path, "b", launched=0)
+def _drained_user_run(out: Path, exit_at: float, stop_at: float | None) -> dict[str, Any]:
+    """A user's program printing only ``{"step": N}`` lines on two pods: a steps 0..50 from 3 to 7, 4 s apart, then its
+    command exits 1 at ``exit_at`` (after a stop signal at ``stop_at``, or with none); b starts 2 s after that exit,
+    steps 51..100 over the next 5 s, and exits 0 1 s later."""
+    a, b = Pod(out, "a", launched=0), Pod(out, "b", launched=0)
     a.watcher.new_attempt(T + 2)
     a.say(3, step=0)
     a.say(7, step=50)
-    a.ledger.record("exit", at=T + 8, command_code=1, failed=False, stop_signal="SIGTERM", stop_at=T + 7.5)
-    b.watcher.new_attempt(T + 10)
-    b.say(11, step=51)
-    b.say(15, step=100)
-    b.ledger.record("exit", at=T + 16, command_code=0, failed=False, stop_signal=None)
-    result = split(tmp_path, a, b)
+    stop = {"stop_signal": "SIGTERM", "stop_at": T + stop_at} if stop_at is not None else {"stop_signal": None}
+    a.ledger.record("exit", at=T + exit_at, command_code=1, failed=False, **stop)
+    b.watcher.new_attempt(T + exit_at + 2)
+    b.say(exit_at + 3, step=51)
+    b.say(exit_at + 7, step=100)
+    b.ledger.record("exit", at=T + exit_at + 8, command_code=0, failed=False, stop_signal=None)
+    return split(out, a, b)
+
+
+def test_a_users_program_stopped_by_a_signal_lost_nothing(tmp_path: Path) -> None:
+    """Pod a's launcher gets SIGTERM at 7.5 (a drain) and its command exits at 8 (the program saved at step 50); pod
+    b starts at 10, its first step 51 at 11. The time from a's last step to its exit is the stop's checkpoint, then
+    waiting until b's start: nothing lost. waiting 2 (0..2) + 2 (8..10), starting 1 (2..3) + 1 (10..11), training 4
+    (3..7) + 4 (11..15), checkpointing 1 (7..8), finishing 1 (15..16)."""
+    result = _drained_user_run(tmp_path, exit_at=8, stop_at=7.5)
     assert_split(result, waiting=4.0, starting=2.0, training=8.0, checkpointing=1.0, finishing=1.0)
     assert result["lost_s"] == 0
     assert [i["cause"] for i in result["interruptions"]] == ["stop"], result["interruptions"]
     # the same exit without the signal is a failure: the time from its last step to b's first is lost
-    c, d = Pod(tmp_path / "failed", "a", launched=0), Pod(tmp_path / "failed", "b", launched=0)
-    c.watcher.new_attempt(T + 2)
-    c.say(3, step=0)
-    c.say(7, step=50)
-    c.ledger.record("exit", at=T + 8, command_code=1, failed=False, stop_signal=None)
-    d.watcher.new_attempt(T + 10)
-    d.say(11, step=51)
-    d.say(15, step=100)
-    d.ledger.record("exit", at=T + 16, command_code=0, failed=False, stop_signal=None)
-    failed = split(tmp_path / "failed", c, d)
+    failed = _drained_user_run(tmp_path / "failed", exit_at=8, stop_at=None)
     assert failed["lost_s"] > 0 and [i["cause"] for i in failed["interruptions"]] == ["failure"], failed
     # a program that had stopped stepping (a hang: its last step at 7, steps 4 s apart) before the signal at 60
-    e, f = Pod(tmp_path / "hung", "a", launched=0), Pod(tmp_path / "hung", "b", launched=0)
-    e.watcher.new_attempt(T + 2)
-    e.say(3, step=0)
-    e.say(7, step=50)
-    e.ledger.record("exit", at=T + 61, command_code=1, failed=False, stop_signal="SIGTERM", stop_at=T + 60)
-    f.watcher.new_attempt(T + 63)
-    f.say(64, step=51)
-    f.say(68, step=100)
-    f.ledger.record("exit", at=T + 69, command_code=0, failed=False, stop_signal=None)
-    hung = split(tmp_path / "hung", e, f)
+    hung = _drained_user_run(tmp_path / "hung", exit_at=61, stop_at=60)
     assert hung["lost_s"] >= 54 and [i["cause"] for i in hung["interruptions"]] == ["failure"], hung
 
 
