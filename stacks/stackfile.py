@@ -46,10 +46,21 @@ def stack_file_for(stack: str) -> Path:
         if (folder / f"Pulumi.{stack}.yaml").is_file():
             return folder / f"Pulumi.{stack}.yaml"
     where = "; ".join(f"{folder}: {', '.join(stacks_in(folder)) or 'none'}" for folder in folders if folder.is_dir())
+    near = _nearest(stack, [s for folder in folders if folder.is_dir() for s in stacks_in(folder)])
     raise StackFileError(
-        f"no stack {stack!r}: Pulumi.{stack}.yaml is not in {' or '.join(map(str, folders))}; the "
-        f"stacks there ({where}); name one of them, or give the file with --stack-file PATH"
+        f"no stack {stack!r}: Pulumi.{stack}.yaml is not in {' or '.join(map(str, folders))}; "
+        + (f"did you mean {near!r}? " if near else "")
+        + f"the stacks there ({where}); name one of them, or give the file with --stack-file PATH"
     )
+
+
+def _nearest(name: str, names: list[str]) -> Optional[str]:
+    """The stack a mistyped ``name`` most likely meant (another case, or a close spelling), or ``None``."""
+    by_case = [n for n in names if n.lower() == name.lower()]
+    if by_case:
+        return by_case[0]
+    close = difflib.get_close_matches(name.lower(), [n.lower() for n in names], n=1, cutoff=0.6)
+    return next((n for n in names if close and n.lower() == close[0]), None)
 
 
 #: The top-level keys of a stack file Pulumi reads (``ProjectStack`` in pulumi/pulumi

@@ -7,6 +7,7 @@ from stacks.config import ConfigError, load_config
 from stacks.plan import build_plan
 from stacks.plan.report import report
 from stacks.plan.timeline import first_step
+from stacks.stackfile import REPO
 from tests.harness import PROJECT, run_program, stack_config
 
 #: A p5 group pinned to one zone, a CPU group and a two-node training job on the p5 group.
@@ -35,7 +36,8 @@ def stack_report(stack: str) -> dict[str, Any]:
     step from the tests' shared evaluation of the program, :func:`tests.harness.run_program`)."""
     cfg = stack_config(stack)
     plan = build_plan(load_config(PROJECT, stack, cfg))
-    return report(plan, cfg.get("aws:region"), first_step(plan, run_program(stack).registrations))
+    first = first_step(plan, run_program(stack).registrations)
+    return report(plan, cfg.get("aws:region"), first, stack_file=REPO / f"Pulumi.{stack}.yaml")
 
 
 def trainer_defaults() -> dict[str, Any]:

@@ -28,15 +28,15 @@ def _num(value: Any, digits: int = 4) -> str:
     return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
 
 
-def event_line(event: dict[str, Any]) -> Optional[str]:
-    """A short line for a JSON event of the bundled programs, or ``None`` for one not worth showing."""
+def event_line(event: dict[str, Any], job: str = "JOB") -> Optional[str]:
+    """A short line for a JSON event of the bundled programs (of ``job``), or ``None`` for one not worth showing."""
     name = event.get("event")
     if event.get("component") == "launch":
         if name == "already_complete":
-            return "the run is already complete (its DONE marker exists): nothing to run; --fresh JOB starts a new run"
+            return f"the run is already complete (its DONE marker exists): nothing to run; --fresh {job} starts anew"
         if name == "run_failed":
             reason = (event.get("failed") or {}).get("reason", "see FAILED")
-            return f"the run gave up earlier ({reason}); --fresh JOB starts a new run"
+            return f"the run gave up earlier ({reason}); --fresh {job} starts a new run"
         return None
     if name == "epoch":
         parts = [f"epoch {event.get('epoch')}/{event.get('epochs')}", f"step {event.get('step')}"]
@@ -70,8 +70,8 @@ def event_line(event: dict[str, Any]) -> Optional[str]:
     return None
 
 
-def progress_line(text: str) -> Optional[str]:
-    """What a log line shows the user while the job runs, or ``None``."""
+def progress_line(text: str, job: str = "JOB") -> Optional[str]:
+    """What a log line of ``job`` shows the user while the job runs, or ``None``."""
     line = text.rstrip()
     if not line.strip() or _GLOG.match(line) or _NOISE.match(line):
         return None
@@ -81,7 +81,7 @@ def progress_line(text: str) -> Optional[str]:
         except ValueError:
             return line
         if isinstance(event, dict) and "event" in event:
-            return event_line(event)
+            return event_line(event, job)
         return line  # the job's own JSON metrics
     return line
 
@@ -118,6 +118,7 @@ class PodProgress:
     the job's own is shown whole, and torchrun's when a signal stopped it is left in the log."""
 
     follower: LogFollower
+    job: str = "JOB"
     held: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -137,16 +138,15 @@ class PodProgress:
                     shown += self._block(self.held)
                     self.held = []
                 continue
-            text = progress_line(line)
+            text = progress_line(line, self.job)
             if text:
                 shown.append(text)
         return shown
 
-    @staticmethod
-    def _block(lines: list[str]) -> list[str]:
+    def _block(self, lines: list[str]) -> list[str]:
         if lines and lines[-1].startswith(_TORCHRUN_STOPPED):
             return []
-        return [text for text in map(progress_line, lines) if text]
+        return [text for line in lines if (text := progress_line(line, self.job))]
 
 
 #: How torch prefixes a rank's lines of an uncaught exception (``[rank1]: FileNotFoundError: ...``).
@@ -164,8 +164,9 @@ def exception_line(lines: list[str]) -> Optional[str]:
     return (own or found)[-1] if found else None
 
 
-def failure(log_text: str, code: Optional[int], argv0: str) -> tuple[str, str]:
-    """A failed process's reason (one line, from its log) and the fix, as far as the log tells them."""
+def failure(log_text: str, code: Optional[int], argv0: str, job: str = "JOB") -> tuple[str, str]:
+    """A failed process's reason (one line, from its log) and the fix, as far as the log tells them; ``job`` names
+    the job in the fix's command-line flags."""
     events = []
     for line in log_text.splitlines():
         if line.startswith("{"):
@@ -190,7 +191,7 @@ def failure(log_text: str, code: Optional[int], argv0: str) -> tuple[str, str]:
         return (
             f"the run gave up: {reason}",
             "fix the cause (earlier in the log, or in the log of the run before, <job>-<pod>.previous.log), then run "
-            "it again with --fresh JOB (a new run; the failed run's folder is kept aside)",
+            f"it again with --fresh {job} (a new run; the failed run's folder is kept aside)",
         )
     if re.search(r"No module named '?torch'?", log_text):
         return (
@@ -221,7 +222,7 @@ def failure(log_text: str, code: Optional[int], argv0: str) -> tuple[str, str]:
     if "/workspace" in reason:
         return reason, (
             "/workspace holds a job's code in the pods (its code: a folder of your project, or s3://...); "
-            "here it is that folder, or the one given with --code JOB=PATH"
+            f"here it is that folder, or the one given with --code {job}=PATH"
         )
     return reason, "see the end of the log below"
 

@@ -374,7 +374,7 @@ class LocalRunner(DatasetStaging, LocalEtcd):
                         fix=f"put {pod.argv[0]} on PATH, or give the image's virtualenv with --venv IMAGE=DIR",
                     ) from exc
         deadline = time.monotonic() + timeout_s
-        followers = [PodProgress(LogFollower(p.log)) for p in pods]
+        followers = [PodProgress(LogFollower(p.log), p.job) for p in pods]
         try:
             while True:
                 codes = [p.process.poll() if p.process else None for p in pods]
@@ -382,7 +382,7 @@ class LocalRunner(DatasetStaging, LocalEtcd):
                 failed = [(p, code) for p, code in zip(pods, codes) if code not in (None, 0)]
                 if failed:
                     pod, code = failed[0]
-                    reason, fix = failure(tail(pod.log, 20000), code, pod.argv[0] if pod.argv else "")
+                    reason, fix = failure(tail(pod.log, 20000), code, pod.argv[0] if pod.argv else "", pod.job)
                     raise LocalRunError(f"{pod.job} process {pod.index} exited {code}: {reason}", fix=fix, log=pod.log)
                 if all(code == 0 for code in codes):
                     return

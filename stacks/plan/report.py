@@ -12,6 +12,7 @@ What needs the account is not known offline: the zones a zone count resolves to,
 quotas and reservations. Preflight checks those, and ``pulumi up`` runs it first."""
 
 import json
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from components.catalog import PRICES_AS_OF, SOURCES
@@ -30,6 +31,7 @@ from stacks.plan.report_text import render
 from stacks.plan.timeline import CLUSTER_TYPE, NODE_GROUP_TYPE, FirstStep, first_step
 from stacks.plan.unread import unread_entries
 from stacks.plan.upgrade_text import compare_stacks
+from stacks.stackfile import stack_file_for
 
 #: Where the prices of the estimate come from.
 PRICE_REGION = "us-east-1"
@@ -319,13 +321,19 @@ def first_step_report(first: Optional[FirstStep], note: Optional[str] = None) ->
 
 
 def report(
-    plan: Plan, region: Optional[str], first: Optional[FirstStep] = None, first_note: Optional[str] = None
+    plan: Plan,
+    region: Optional[str],
+    first: Optional[FirstStep] = None,
+    first_note: Optional[str] = None,
+    stack_file: Optional[Path] = None,
 ) -> dict[str, Any]:
     """The plan as a JSON-ready mapping (what ``--json`` prints); ``first`` the modelled path to the first training
-    step (:func:`stacks.plan.timeline.first_step`), or ``first_note`` why there is none."""
+    step (:func:`stacks.plan.timeline.first_step`), or ``first_note`` why there is none; ``stack_file`` the file the
+    configuration was read from."""
     cfg = plan.config
     if cfg.cluster.stack_reference is not None:
-        return _jobs_only_report(plan, region, first_step_report(first, first_note))
+        r = _jobs_only_report(plan, region, first_step_report(first, first_note))
+        return {"stackFile": None if stack_file is None else str(stack_file), **r}
     network: dict[str, Any]
     if cfg.network is not None:
         network = {
@@ -357,6 +365,7 @@ def report(
             f"{SOURCES['ec2-spot-advisor'].url} lists each type's recent saving; preflight reports the current price)"
         )
     return {
+        "stackFile": None if stack_file is None else str(stack_file),
         "stack": cfg.stack,
         "project": cfg.project,
         "region": region,
@@ -462,7 +471,7 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         print(compare_stacks(args.old, args.stack, args.stack_file, plan, as_json=args.json))
         return EXIT_OK
     first, note = model_first_step(args.stack, args.stack_file, config, plan)
-    r = report(plan, plan.config.region, first, note)
+    r = report(plan, plan.config.region, first, note, (args.stack_file or stack_file_for(args.stack)).resolve())
     print(json.dumps(r, indent=2) if args.json else render(r))
     return EXIT_OK
 

@@ -35,6 +35,7 @@ def _render_jobs_only(r: dict[str, Any]) -> str:
             f"plan of jobs-only stack {r['stack']} (project {r['project']}, region {r['region'] or 'not set'}): its "
             f"jobs run on the cluster of {ref}, as team {team}; it makes no cluster, VPC, node group, queue or storage"
         ]
+        + _stack_file_line(r)
         + [f"note: {n}" for n in r.get("unread") or ()],
         [f"node groups of {ref} the jobs are placed for (this stack's copy of its nodeGroups):"]
         + [_render_node_group(g)[0] for g in r["nodeGroups"]],
@@ -61,12 +62,17 @@ def _render_jobs_only(r: dict[str, Any]) -> str:
     return "\n\n".join("\n".join(section) for section in sections if section)
 
 
+def _stack_file_line(r: dict[str, Any]) -> list[str]:
+    """The stack file the plan was made from (the current folder's, else this repository's: which one was read)."""
+    return [f"read from {r['stackFile']}"] if r.get("stackFile") else []
+
+
 def _render_header(r: dict[str, Any]) -> list[str]:
     """The stack, its cluster and its network."""
     lines = [
         f"plan of stack {r['stack']} (project {r['project']}, region {r['region'] or 'not set'}): cluster "
         f"{r['clusterName']}, Kubernetes {r['kubernetesVersion']}"
-    ]
+    ] + _stack_file_line(r)
     if r["kubernetesVersionNote"]:
         lines.append(f"note: {r['kubernetesVersionNote']}")
     lines.extend(f"note: {n}" for n in r.get("unread") or ())

@@ -229,6 +229,16 @@ def test_an_unknown_stack_lists_the_stacks_that_exist(tmp_path: Path) -> None:
     assert "error: no stack 'nosuch': Pulumi.nosuch.yaml is not in" in err, err
     assert f": {', '.join(stack_names())});" in err, err  # every preset, in order
     assert "give the file with --stack-file PATH" in err
+    assert "did you mean" not in err  # nothing near nosuch
+
+
+@pytest.mark.parametrize(
+    "typed, meant", [("Dev", "dev"), ("dve", "dev"), ("p5e", "p5en"), ("mpi-horovd", "mpi-horovod"), ("g7", None)]
+)
+def test_a_mistyped_stack_names_the_one_it_likely_meant(typed: str, meant: Optional[str]) -> None:
+    code, out, err = _quiet(plan_main, ["--stack", typed])
+    assert code == 2 and out == "", err
+    assert (f"; did you mean {meant!r}? the stacks there" in err) if meant else ("did you mean" not in err), err
 
 
 def _models() -> list[type[BaseModel]]:

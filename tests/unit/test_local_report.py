@@ -47,7 +47,8 @@ def test_progress_shows_the_jobs_lines_and_leaves_torchruns_in_the_log() -> None
         "",
     ):
         assert progress_line(noise) is None, noise
-    assert "already complete" in (progress_line('{"event": "already_complete", "component": "launch"}') or "")
+    done = progress_line('{"event": "already_complete", "component": "launch"}', "train") or ""
+    assert "already complete" in done and done.endswith("--fresh train starts anew"), done  # the job's own name
 
 
 #: torchrun's traceback when the runner stops it on Ctrl-C (torch 2.13.0, a local run of the dev stack).
@@ -118,21 +119,21 @@ def test_a_log_is_followed_line_by_line(tmp_path: Path) -> None:
             '{"event": "run_failed", "component": "launch", "failed": {"reason": "3 attempts in a row failed"}}\n',
             3,
             "the run gave up: 3 attempts in a row failed",
-            "--fresh JOB",
+            "--fresh train (a new run",
         ),
         (
             '{"event": "command_exit", "component": "launch", "command_code": 0, "exit_code": 3, "outcome": '
             '"run_failed", "failed": {"text": "no data in /data/x"}}\n',
             3,
             "the run gave up: no data in /data/x",
-            "--fresh JOB",
+            "--fresh train (a new run",
         ),
         (
             "Traceback (most recent call last):\nFileNotFoundError: [Errno 2] No such file or directory: "
             "'/workspace/a.py'\n",
             1,
             "FileNotFoundError: [Errno 2] No such file or directory: '/workspace/a.py'",
-            "--code JOB=PATH",
+            "--code train=PATH",
         ),
         (
             "some output\nValueError: bad learning rate\nexiting\n",
@@ -157,7 +158,7 @@ def test_a_log_is_followed_line_by_line(tmp_path: Path) -> None:
     ],
 )
 def test_a_failure_is_one_line_with_its_fix(log: str, code: int, reason: str, fix: str) -> None:
-    got_reason, got_fix = failure(log, code, "python")
+    got_reason, got_fix = failure(log, code, "python", "train")
     assert got_reason == reason and fix in got_fix, (got_reason, got_fix)
     assert "\n" not in got_reason
 

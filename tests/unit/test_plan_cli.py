@@ -123,6 +123,7 @@ def test_the_plan_of_every_preset_prints_offline(plans, stack: str) -> None:
         "estimated cost: running $",
     ):
         assert section in text, section
+    assert text.splitlines()[1] == f"read from {REPO / f'Pulumi.{stack}.yaml'}", text  # which stack file was read
     assert "jobs, by step (the jobs of a step start together, side by side" in text or "jobs: none" in text
     config = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"]
     for group in [*(config.get("eks-training:nodeGroups") or {}), "system"]:
@@ -256,6 +257,7 @@ def test_the_plan_of_a_jobs_only_stack_shows_what_it_makes_and_nothing_of_the_cl
         f"plan of jobs-only stack vision (project eks-training, region us-east-1): its jobs run on "
         f"the cluster of {ref}, as team vision;"
     ), out
+    assert f"\nread from {example}\n" in out, out  # the file given, not a stack file of the current folder
     for absent in (
         "network:",
         "queues (Kueue)",
