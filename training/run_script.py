@@ -52,6 +52,8 @@ OWN_BUDGET_ENV = "RUN_SCRIPT_OWN_BUDGET"
 #: The ``component`` of the line that says a run of the script starts (``goodput.WRAPPER``, which the launcher's
 #: ledger reads): stated here, so the wrapper needs no other module of the image's than process_end.
 COMPONENT = "run_script"
+#: How the FAILED of arguments argparse refused begins (the local runner's report reads it).
+REFUSED = "the script refused its arguments"
 #: Set by the launcher (launch.py): the budget applies only where a FAILED ends the pod.
 LAUNCHER_ENV = "RUN_SCRIPT_LAUNCHER"
 
@@ -95,6 +97,23 @@ def reset_after_progress(state: Path) -> threading.Timer:
     return timer
 
 
+def refused_arguments(exc: SystemExit) -> str | None:
+    """argparse's message when ``exc`` is its usage error (``ArgumentParser.error``: exit 2 from its ``exit``), else
+    ``None``. The same arguments fail every attempt, so no attempt is worth another."""
+    import argparse  # the script's own import when it raised this: in sys.modules already
+
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if exc.code != 2 or tb is None:
+        return None
+    frame = tb.tb_frame
+    if frame.f_code.co_name != "exit" or frame.f_code.co_filename != argparse.__file__:
+        return None
+    message = frame.f_locals.get("message")
+    return message.strip() if isinstance(message, str) and message.strip() else "exit 2 from argparse"
+
+
 def quick_failures(state: Path, code: int, elapsed_s: float, peer_lost: bool = False) -> int:
     """Record an attempt that ended with ``code`` after ``elapsed_s``; return the quick failures in a row so far
     (0 after a success, a stop (:data:`STOPPED`), Ctrl-C or a failure past :data:`QUICK_FAILURE_S`; unchanged when
@@ -116,13 +135,9 @@ def lost_peer(exc: BaseException) -> bool:
     return any(text in str(exc) for text in PEER_LOSS)
 
 
-def give_up(output_dir: Path, failures: int, limit: int, code: int) -> None:
+def give_up(output_dir: Path, failures: int, reason: str) -> None:
     """Write ``FAILED`` in ``output_dir`` (atomically; every failing rank writes the same reason). The launcher then
     ends the pod with exit 3 and the Job fails at once."""
-    reason = (
-        f"the script failed {failures} attempts in a row, each within {QUICK_FAILURE_S:g} s of its start "
-        f"(the job's maxRestarts: {limit - 1}, MAX_FAILED_ATTEMPTS {limit}; the last exit status {code})"
-    )
     record = {"reason": reason, "failures": failures, "failed_at": dt.datetime.now(dt.UTC).isoformat()}
     tmp = output_dir / f".{FAILED_MARKER}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(record, indent=2) + "\n")
@@ -140,17 +155,25 @@ def budget() -> tuple[int, Path | None]:
     return limit, Path(folder)
 
 
-def end_status(code: int, elapsed_s: float, peer_lost: bool = False) -> int:
-    """Count this attempt's end against the budget (:func:`budget`); at the limit, write ``FAILED``. The status stays
-    ``code``: a failed rank makes torchrun stop its siblings and every agent start the workers again, and each new
-    worker finds ``FAILED`` and exits 0 at once (``__main__``), so every pod ends in the same round."""
+def end_status(code: int, elapsed_s: float, peer_lost: bool = False, refused: str | None = None) -> int:
+    """Count this attempt's end against the budget (:func:`budget`); at the limit, or at once when argparse
+    ``refused`` the arguments (:func:`refused_arguments`), write ``FAILED``. The status stays ``code``: a failed rank
+    makes torchrun stop its siblings and every agent start the workers again, and each new worker finds ``FAILED`` and
+    exits 0 at once (``__main__``), so every pod ends in the same round."""
     limit, output_dir = budget()
     if output_dir is None:
         return code
     state = quick_failures_file()
     failures = quick_failures(state, code, elapsed_s, peer_lost)
-    if failures >= limit:
-        give_up(output_dir, failures, limit, code)
+    if refused is not None:
+        give_up(output_dir, failures, f"{REFUSED} ({refused}): fix the job's args")
+        write_count(state, 0)
+    elif failures >= limit:
+        reason = (
+            f"the script failed {failures} attempts in a row, each within {QUICK_FAILURE_S:g} s of its start "
+            f"(the job's maxRestarts: {limit - 1}, MAX_FAILED_ATTEMPTS {limit}; the last exit status {code})"
+        )
+        give_up(output_dir, failures, reason)
         write_count(state, 0)  # the run is over: leave nothing behind
     return code
 
@@ -206,13 +229,14 @@ def announce_start() -> None:
         print(json.dumps({"event": "attempt", "component": COMPONENT, "time": round(time.time(), 3)}), flush=True)
 
 
-def run(argv: list[str]) -> tuple[int, bool]:
+def run(argv: list[str]) -> tuple[int, bool, str | None]:
     """Run ``argv[0]`` with arguments ``argv[1:]`` as ``python`` runs a script; return its exit status
-    (:data:`INTERRUPTED` after Ctrl-C), and whether it failed because another rank went away (:func:`lost_peer`)."""
-    peer_lost = False
+    (:data:`INTERRUPTED` after Ctrl-C), whether it failed because another rank went away (:func:`lost_peer`), and
+    argparse's message when it refused the arguments (:func:`refused_arguments`)."""
+    peer_lost, refused = False, None
     if not argv or argv[0].startswith("-"):
         print(USAGE, file=sys.stderr)
-        return 2, False
+        return 2, False, None
     script = argv[0]
     sys.argv = list(argv)
     sys.path[0] = os.path.dirname(os.path.abspath(script))
@@ -224,6 +248,7 @@ def run(argv: list[str]) -> tuple[int, bool]:
         code = 0
     except SystemExit as exc:
         code = exit_code(exc.code)
+        refused = refused_arguments(exc)
     except KeyboardInterrupt:
         sys.excepthook(*sys.exc_info())
         code = INTERRUPTED
@@ -236,7 +261,7 @@ def run(argv: list[str]) -> tuple[int, bool]:
     threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     flush_open_files()
-    return code, peer_lost
+    return code, peer_lost, refused
 
 
 if __name__ == "__main__":
@@ -248,8 +273,8 @@ if __name__ == "__main__":
         reset_after_progress(quick_failures_file())
     announce_start()
     started = time.monotonic()
-    status, peer_lost = run(sys.argv[1:])
-    status = end_status(status, time.monotonic() - started, peer_lost)
+    status, peer_lost, refused = run(sys.argv[1:])
+    status = end_status(status, time.monotonic() - started, peer_lost, refused)
     if status == INTERRUPTED:
         sys.stdout.flush()
         sys.stderr.flush()

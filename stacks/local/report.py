@@ -22,6 +22,8 @@ _NOISE = re.compile(
 )
 #: Launcher events worth a line (the rest is bookkeeping).
 _SHOWN_LAUNCH = {"already_complete", "run_failed"}
+#: How a FAILED of arguments the script's argparse refused begins (``training/run_script.py``'s ``REFUSED``).
+REFUSED = "the script refused its arguments"
 
 
 def _num(value: Any, digits: int = 4) -> str:
@@ -188,6 +190,12 @@ def failure(log_text: str, code: Optional[int], argv0: str, job: str = "JOB") ->
     if failed is not None or code == 3:
         given = (failed or {}).get("failed") or {}
         reason = given.get("reason") or given.get("text") or "FAILED exists in its output folder"
+        if reason.startswith(REFUSED):
+            return (
+                f"the run gave up: {reason}",
+                f"its args in the stack file, or --args {job}=...; other arguments make a run of their own (no --fresh "
+                "needed)",
+            )
         return (
             f"the run gave up: {reason}",
             "fix the cause (earlier in the log, or in the log of the run before, <job>-<pod>.previous.log), then run "

@@ -553,6 +553,45 @@ def test_a_virtualenv_for_an_image_the_stack_does_not_have_exits_2(tmp_path: Pat
     assert not (tmp_path / "work").exists()
 
 
+def test_arguments_the_script_refuses_end_the_run_at_the_first_attempt(tmp_path: Path) -> None:
+    """A ``pytorch`` job's own script whose argparse refuses its arguments fails every attempt alike: the first attempt
+    writes FAILED with argparse's message (not after ``maxRestarts`` more), each pod's launcher exits 3, and the
+    runner's fix is the job's args."""
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "train_mine.py").write_text(
+        'import argparse\nprint("mine: starting", flush=True)\np = argparse.ArgumentParser()\n'
+        'p.add_argument("--epochs", type=int)\np.parse_args()\n'
+    )
+    stack = _stack_file(
+        tmp_path,
+        {
+            "mine": {
+                "kind": "pytorch",
+                "nodeGroup": "cpu",
+                "nodes": 2,
+                "code": "s3://my-bucket/mine/",
+                "script": "train_mine.py",
+                "args": ["--lr", "0.1"],
+                "maxRestarts": 3,
+                "rendezvousBackend": "c10d",
+            }
+        },
+    )
+    work = tmp_path / "work"
+    args = ("--stack", "mine", "--stack-file", str(stack), "--work", str(work), "--code", f"mine={tmp_path / 'code'}")
+    done = local(*args, cwd=REPO, timeout=patient(300))
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (
+        "the run gave up: the script refused its arguments (train_mine.py: error: unrecognized arguments: --lr 0.1): "
+        "fix the job's args; fix: its args in the stack file, or --args mine=...; other arguments make a run"
+    ) in done.stderr, done.stderr[-3000:]
+    (out,) = (work / "shared" / "runs").glob("mine-*")
+    assert json.loads((out / "FAILED").read_text())["failures"] == 1  # the first attempt, of a budget of four
+    logs = [(work / "logs" / f"mine-{i}.log").read_text() for i in (0, 1)]
+    # each pod ran the script once (twice only if a membership change stopped an attempt), not four times
+    assert all(1 <= log.count("mine: starting") <= 2 for log in logs), logs
+
+
 @pytest.mark.parametrize("stagger_s", [0, 4], ids=["together", "one pod later"])
 def test_a_users_script_that_fails_at_once_gives_up_after_max_restarts(tmp_path: Path, stagger_s: int) -> None:
     """A ``pytorch`` job's own script that fails at its start is not restarted by torchrun up to 100 times per pod:

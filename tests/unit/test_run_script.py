@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from stacks.local import report
 from tests.wait import patient
 
 REPO = Path(__file__).resolve().parents[2]
@@ -154,6 +156,61 @@ def test_a_stop_and_a_lost_peer_are_no_failure_of_the_script(tmp_path, monkeypat
             timeout=patient(60),
         )
         assert (done.returncode, (out / "FAILED").exists()) == (status, gives_up), (body, done.stderr[-2000:])
+
+
+def test_arguments_argparse_refuses_end_the_run_at_the_first_attempt(tmp_path, monkeypatch) -> None:
+    """argparse's usage error (exit 2 from ``ArgumentParser.error``) fails every attempt with the same arguments: the
+    wrapper writes FAILED with argparse's message at once, whatever the budget. A script's own ``sys.exit(2)`` is one
+    more quick failure, as before."""
+    import launch_markers
+    import run_script
+
+    out = tmp_path / "out"
+    env = {
+        **os.environ,
+        "OUTPUT_DIR": str(out),
+        "MAX_FAILED_ATTEMPTS": "4",
+        LAUNCHER_ENV: "1",
+        "TMPDIR": str(tmp_path),
+        "TORCHELASTIC_RUN_ID": "args-test",
+    }
+    env.pop(run_script.OWN_BUDGET_ENV, None)
+    argparse_script = (
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--lr', type=float)\np.parse_args()\n"
+    )
+    for body, args, gives_up in (
+        (argparse_script, ["--lrr", "0.1"], True),
+        (argparse_script, ["--lr", "fast"], True),
+        ("import sys\nsys.exit(2)\n", [], False),
+    ):
+        out.mkdir(exist_ok=True)
+        (out / "FAILED").unlink(missing_ok=True)
+        (tmp_path / "script.py").write_text(body)
+        done = subprocess.run(
+            [sys.executable, str(RUN_SCRIPT), str(tmp_path / "script.py"), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=patient(60),
+        )
+        assert done.returncode == 2, done.stderr[-2000:]
+        failed = launch_markers.read_failed(out)
+        assert (failed is not None) == gives_up, (body, args, done.stderr[-2000:])
+        if failed is not None:
+            given = failed
+            assert failed["reason"].startswith("the script refused its arguments (script.py: error: "), failed
+            assert ("unrecognized arguments: --lrr 0.1" if "--lrr" in args else "invalid float value: 'fast'") in (
+                failed["reason"]
+            ), failed
+            assert failed["reason"].endswith("): fix the job's args"), failed
+    # a usage error raised by hand (not from argparse's exit) is no refusal of the arguments
+    assert run_script.refused_arguments(SystemExit(2)) is None
+    # the local runner's report tells it by its words, and gives the fix: the job's args, no --fresh
+    assert report.REFUSED == run_script.REFUSED
+    reason, fix = report.failure(
+        json.dumps({"event": "run_failed", "component": "launch", "failed": given}), 3, "", "fit"
+    )
+    assert reason == f"the run gave up: {given['reason']}" and "--args fit=..." in fix and "--fresh fit" not in fix
 
 
 @pytest.mark.parametrize("unset", ["launcher", "own budget", "MAX_FAILED_ATTEMPTS 0", "no OUTPUT_DIR"])
