@@ -100,15 +100,13 @@ def reset_after_progress(state: Path) -> threading.Timer:
 def refused_arguments(exc: SystemExit) -> str | None:
     """argparse's message when ``exc`` is its usage error (``ArgumentParser.error``: exit 2 from its ``exit``), else
     ``None``. The same arguments fail every attempt, so no attempt is worth another."""
-    import argparse  # the script's own import when it raised this: in sys.modules already
-
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
     if exc.code != 2 or tb is None:
         return None
     frame = tb.tb_frame
-    if frame.f_code.co_name != "exit" or frame.f_code.co_filename != argparse.__file__:
+    if frame.f_code.co_name != "exit" or frame.f_globals.get("__name__") != "argparse":
         return None
     message = frame.f_locals.get("message")
     return message.strip() if isinstance(message, str) and message.strip() else "exit 2 from argparse"
