@@ -218,7 +218,8 @@ class LocalRunner(DatasetStaging, LocalEtcd):
             aside = output.with_name(f"{output.name}.old-{_stamp()}")
             output.rename(aside)
             self.say(f"job {job.name}: a fresh run; the previous run's folder is moved aside to {aside}")
-        if self.finished_before(job, output):
+        finished = self.finished_before(job, output)
+        if finished:
             self.say(
                 f"job {job.name}: its run in {output} finished ({LAUNCHER_DONE_MARKER}), so its processes end at once; "
                 f"--fresh {job.name} starts it over"
@@ -227,7 +228,8 @@ class LocalRunner(DatasetStaging, LocalEtcd):
         output.mkdir(parents=True, exist_ok=True)
         self.record_run(job, output)
         self.say(
-            f"job {job.name} ({job.kind}): started, {len(pods)} pod(s) as local processes, output {output}, logs "
+            f"job {job.name} ({job.kind}): {'finished before' if finished else 'started'}, {len(pods)} pod(s) as local "
+            f"processes, output {output}, logs "
             f"{', '.join(str(p.log) for p in pods)}"
         )
         started = time.monotonic()
@@ -236,7 +238,11 @@ class LocalRunner(DatasetStaging, LocalEtcd):
         except LocalRunError as exc:
             self.say(f"job {job.name}: failed after {time.monotonic() - started:.0f} s: {exc.reason}")
             raise
-        self.say(f"job {job.name}: completed in {time.monotonic() - started:.0f} s (every process exited 0)")
+        took = f"{time.monotonic() - started:.0f} s"
+        if finished:
+            self.say(f"job {job.name}: ended in {took}, running nothing (its run had finished; every process exited 0)")
+        else:
+            self.say(f"job {job.name}: completed in {took} (every process exited 0)")
         if job.tensorboard_dir:
             folder = self.host_path(job.tensorboard_dir, app, self.work)
             if any(Path(folder).rglob("events.out.tfevents.*")):

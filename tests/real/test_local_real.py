@@ -209,6 +209,10 @@ def test_running_the_finished_training_job_again_trains_nothing(workshop: Worksh
     assert '"event": "already_complete"' in (work / "logs" / "train-0.log").read_text()
     # the runner says so before it starts them, naming the way to start over
     assert f"job train: its run in {run} finished (DONE), so its processes end at once; --fresh train" in again.stdout
+    # and says nothing that contradicts it: no "started", no "completed"
+    assert "job train (pytorch): finished before, 2 pod(s) as local processes" in again.stdout, again.stdout
+    assert ", running nothing (its run had finished; every process exited 0)" in again.stdout, again.stdout
+    assert "job train (pytorch): started" not in again.stdout and "job train: completed" not in again.stdout
 
 
 def _stack_file(tmp_path: Path, jobs: dict[str, object]) -> Path:
