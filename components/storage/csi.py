@@ -116,7 +116,9 @@ def shared_claim(
     volume_name: Optional[pulumi.Input[str]] = None,
     depends_on: Sequence[pulumi.Resource] = (),
 ) -> k8s.core.v1.PersistentVolumeClaim:
-    """The ReadWriteMany claim ``{name}-pvc`` of ``size`` (bound to ``volume_name`` when given)."""
+    """The ReadWriteMany claim ``{name}-pvc`` of ``size`` (bound to ``volume_name`` when given). A claim bound to a
+    given volume keeps the size it was made with: Kubernetes resizes only claims a StorageClass provisioned (the
+    PersistentVolumeClaimResize admission plugin), so the volume says how large the file system grew."""
     spec: k8s.core.v1.PersistentVolumeClaimSpecArgsDict = {
         "access_modes": ["ReadWriteMany"],
         "storage_class_name": storage_class_name,
@@ -128,5 +130,10 @@ def shared_claim(
         f"{name}-pvc",
         metadata={"name": pvc_name, "namespace": namespace},
         spec=spec,
-        opts=pulumi.ResourceOptions(parent=parent, provider=kubernetes, depends_on=list(depends_on) or None),
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            provider=kubernetes,
+            depends_on=list(depends_on) or None,
+            ignore_changes=["spec.resources"] if volume_name is not None else None,
+        ),
     )

@@ -49,6 +49,21 @@ ZONE_ID_RE = re.compile(r"^[a-z]{2,}\d-az\d+$")
 AZ_RE = re.compile(r"^([a-z]{2}(-[a-z]+)+-\d[a-z]|[a-z]{2,}\d-az\d+)$")
 AZ_HINT = "is not a zone name (us-east-1a) or zone ID (use1-az1)"
 QUANTITY_RE = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+#: Each suffix :data:`QUANTITY_RE` takes, as a multiple of one (Kubernetes' resource.Quantity).
+QUANTITY_SUFFIXES = {
+    "": 1,
+    **{s: 1024 ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{s: 1000 ** (i + 1) for i, s in enumerate(("k", "M", "G", "T", "P", "E"))},
+}
+
+
+def quantity_value(text: str) -> float:
+    """A quantity :data:`QUANTITY_RE` matches, as a number (``1Ti`` and ``1024Gi`` are the same)."""
+    number = re.match(r"^\d+(\.\d+)?", text)
+    assert number is not None, text
+    return float(number.group(0)) * QUANTITY_SUFFIXES[text[number.end() :]]
+
+
 RESERVATION_RE = re.compile(r"^cr-[0-9a-f]{8,17}$")
 EFS_ID_RE = re.compile(r"^fs-[0-9a-f]{8,17}$")
 MD5_RE = re.compile(r"^[0-9a-f]{32}$")

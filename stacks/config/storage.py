@@ -186,7 +186,7 @@ class FsxConfig(Model):
 
     storage_capacity_gib: int = Field(default=1200, ge=1)
     """The file system's size in GiB: 1200, 2400 or a multiple of 2400 (with efa, a multiple of the EFA increment of
-    the throughput tier; the catalog's FSx facts)."""
+    the throughput tier; the catalog's FSx facts). A running stack's file system grows in place; it never shrinks."""
     throughput_per_tib: int = Field(default=250, json_schema_extra=reference(allowed=FSX_THROUGHPUT_TIERS))
     """Throughput in MB/s per TiB of storage."""
     metadata_mode: Literal["AUTOMATIC", "USER_PROVISIONED"] = "AUTOMATIC"
@@ -279,7 +279,8 @@ class StorageConfig(Model):
     storage_class_name: str = "efs-shared"
     """EFS: the StorageClass's name."""
     capacity: str = "1Ti"
-    """EFS: the capacity the PersistentVolume declares, a Kubernetes quantity (EFS itself is elastic)."""
+    """EFS: the capacity the claims declare, a Kubernetes quantity (EFS itself is elastic). A running stack keeps it:
+    Kubernetes cannot resize the claims."""
     throughput_mode: Literal["elastic", "bursting"] = "elastic"
     """EFS: the throughput mode."""
     performance_mode: Literal["generalPurpose", "maxIO"] = "generalPurpose"

@@ -17,6 +17,7 @@ from typing import Mapping, Optional
 from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_version_for, addon_version_tuple
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION
 from stacks.config import ConfigError, key
+from stacks.config.base import quantity_value
 from stacks.plan import Plan
 from stacks.plan.flavor_change import flavor_problems
 from stacks.plan.group_changes import (
@@ -134,6 +135,7 @@ def compare(
         notes += _service_range_notes(old_plan, new_plan)
         notes += _removed_team_notes(old_plan, new_plan)
         notes += _storage_class_notes(old_plan, new_plan)
+        notes += _fsx_growth_notes(old_plan, new_plan)
     return Upgrade(
         old_label=old_label,
         old_minor=old_plan.config.cluster.kubernetes_version,
@@ -168,6 +170,7 @@ def _refuse_breaking_moves(
     problems += flavor_problems(old_plan, new_plan, deployed_versions)
     if new_plan.config.cluster.stack_reference is None:  # a jobs-only stack makes neither cluster nor storage
         problems += _service_range_problems(old_plan, new_plan) + _efs_mode_problems(old_plan, new_plan)
+        problems += _claim_size_problems(old_plan, new_plan)
     if problems:
         raise ConfigError(problems)
 
@@ -198,6 +201,48 @@ def _efs_mode_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
         f"{key('storage.performanceMode')}: {a.performance_mode} -> {b.performance_mode} would replace the EFS file "
         "system this stack made, and its data with it (EFS cannot change a file system's performance mode): set it "
         f"back to {a.performance_mode}, or make a new stack"
+    ]
+
+
+def _claim_size_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A new ``storage.capacity`` for EFS claims that stay (the shared claim, the teams'): Kubernetes grows a bound
+    claim only when its StorageClass allows expansion, and the EFS one does not (EFS is elastic); it never shrinks one
+    (kubernetes plugin/pkg/admission/storage/persistentvolume/resize, and the claim's update validation). `pulumi up`
+    would fail at the claim."""
+    a, b = old_plan.config.storage, new_plan.config.storage
+    if not a.backend == b.backend == "efs" or quantity_value(a.capacity) == quantity_value(b.capacity):
+        return []
+    if (a.pvc_name, a.storage_class_name) != (b.pvc_name, b.storage_class_name):
+        return []  # new claims (pulumi-kubernetes replaces a claim whose storageClassName changes)
+    plans = (old_plan, new_plan)
+    spaces = set.intersection(*({t.namespace for t in p.admission.teams} if p.admission else set() for p in plans))
+    if a.namespace == b.namespace:
+        spaces.add(b.namespace)
+    if not spaces:
+        return []
+    claims = ", ".join(f"{ns}/{b.pvc_name}" for ns in sorted(spaces))
+    return [
+        f"{key('storage.capacity')}: {a.capacity} -> {b.capacity}: Kubernetes cannot resize the claims {claims} "
+        "(a bound claim grows only when its StorageClass allows expansion, and the EFS one does not; it never "
+        f"shrinks), so `pulumi up` would fail there: set it back to {a.capacity}. EFS is elastic: the capacity is "
+        "nominal and limits nothing"
+    ]
+
+
+def _fsx_growth_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A larger FSx file system the stack made grows in place (FSx's UpdateFileSystem): what the jobs see meanwhile.
+    Its claim keeps the size it was made with (:func:`components.storage.csi.shared_claim`)."""
+    a, b = old_plan.config.storage, new_plan.config.storage
+    fa, fb = a.fsx, b.fsx
+    if a.backend != "fsx" or b.backend != "fsx" or fa is None or fb is None or b.file_system_id is not None:
+        return []
+    if fb.storage_capacity_gib <= fa.storage_capacity_gib or _fsx_replaced(old_plan, new_plan):
+        return []
+    return [
+        f"{key('storage.fsx.storageCapacityGib')} {fa.storage_capacity_gib} -> {fb.storage_capacity_gib}: FSx grows "
+        "the file system in place. It may be unavailable for a few minutes (the jobs' file operations wait, then go "
+        "on), then it spreads the data over the new servers for hours, slower meanwhile. The claim keeps its first "
+        "size; `kubectl get pv` shows the new one"
     ]
 
 

@@ -79,6 +79,44 @@ def test_every_object_is_accepted_by_the_apiserver(oldest_box, objects_of, stack
         _remove(box, docs)
 
 
+#: The refusal of the PersistentVolumeClaimResize admission plugin (kubernetes
+#: plugin/pkg/admission/storage/persistentvolume/resize/admission.go).
+RESIZE_REFUSED = "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must"
+
+
+@pytest.mark.parametrize("stack", ["dev", "p5"])
+def test_a_bound_claim_of_the_stack_cannot_grow_and_a_static_volume_can(oldest_box, objects_of, stack: str) -> None:
+    """What tests/mock/test_claim_sizes.py holds the program to, executed by the apiserver: a bound claim of the
+    stack's EFS StorageClass, and one bound to FSx's static volume, cannot grow (so `pulumi up` must never send it a
+    new size); the static volume itself can (FSx's grown capacity). Bound as the PV controller would mark them."""
+    docs = [
+        d
+        for d in objects_of(stack)
+        if d["kind"] in ("PersistentVolume", "StorageClass", "PersistentVolumeClaim")
+        or (d["kind"] == "Namespace" and d["metadata"]["name"] == "training")
+    ]
+    claims = [d for d in docs if d["kind"] == "PersistentVolumeClaim"]
+    assert claims and all(c["metadata"]["namespace"] == "training" for c in claims), claims
+    box = oldest_box
+    try:
+        assert not apply_stack(box, docs)
+        for claim in claims:
+            ref = _ref(claim)
+            size = claim["spec"]["resources"]["requests"]["storage"]
+            bound = {"status": {"phase": "Bound", "accessModes": ["ReadWriteMany"], "capacity": {"storage": size}}}
+            box.kubectl("patch", *ref, "--subresource=status", "--type=merge", "-p", json.dumps(bound))
+            grow = {"spec": {"resources": {"requests": {"storage": "4Pi"}}}}
+            refused = box.kubectl("patch", *ref, "--type=merge", "-p", json.dumps(grow), check=False)
+            assert refused.returncode != 0 and RESIZE_REFUSED in refused.stderr, (ref, refused.stderr)
+        for volume in (d for d in docs if d["kind"] == "PersistentVolume"):
+            grown = {"spec": {"capacity": {"storage": "4Pi"}}}
+            box.kubectl("patch", *_ref(volume), "--type=merge", "-p", json.dumps(grown))
+            assert box.get(*_ref(volume))["spec"]["capacity"]["storage"] == "4Pi"
+        assert (stack == "p5") == any(d["kind"] == "PersistentVolume" for d in docs)
+    finally:
+        _remove(box, docs)
+
+
 def test_a_shared_box_refuses_what_a_fresh_one_would() -> None:
     """Control of the shared box's checks: an object in a Namespace the stack does not create, and a custom resource
     whose CRD the stack does not install, are reported."""

@@ -1174,6 +1174,31 @@ def test_a_larger_fsx_file_system_keeps_the_data() -> None:
     fsx = {**preset("p5")[P + "storage"]["fsx"], "storageCapacityGib": 2400}
     u = compare(plan_of("p5", preset("p5")), plan_of("p5", _storage("p5", fsx=fsx)))
     assert u.data == ()
+    # what the jobs see while it grows, and the claim that keeps its first size (the program ignores its size after)
+    (note,) = [n for n in u.notes if "storageCapacityGib" in n]
+    assert note.startswith("eks-training:storage.fsx.storageCapacityGib 1200 -> 2400: FSx grows the file "), note
+    assert "unavailable for a few minutes" in note and "The claim keeps its first size" in note
+    assert not [n for n in compare(plan_of("p5", preset("p5")), plan_of("p5", preset("p5"))).notes if "FSx grows" in n]
+
+
+def test_a_new_efs_capacity_of_claims_that_stay_is_refused() -> None:
+    """Kubernetes grows a bound claim only when its StorageClass allows expansion, which the EFS one does not, and
+    never shrinks one (the PersistentVolumeClaimResize admission plugin; the claim's update validation): a new
+    ``storage.capacity`` would fail ``pulumi up`` at the shared claim and the teams' claims. The same quantity written
+    otherwise, or with claims made anew (another storageClassName), is no change of theirs."""
+    old = plan_of("dev", preset("dev"))
+    assert _refused(old, plan_of("dev", _storage("dev", capacity="2Ti"))) == (
+        "eks-training:storage.capacity: 1Ti -> 2Ti: Kubernetes cannot resize the claims training/shared-data (a bound "
+        "claim grows only when its StorageClass allows expansion, and the EFS one does not; it never shrinks), so "
+        "`pulumi up` would fail there: set it back to 1Ti. EFS is elastic: the capacity is nominal and limits nothing"
+    )
+    assert "1Ti -> 500Gi" in _refused(old, plan_of("dev", _storage("dev", capacity="500Gi")))
+    compare(old, plan_of("dev", _storage("dev", capacity="1024Gi")))  # the same quantity
+    compare(old, plan_of("dev", _storage("dev", capacity="2Ti", storageClassName="efs-training")))  # new claims
+    shared = load_yaml((REPO / "examples" / "teams" / "Pulumi.shared.yaml").read_text())["config"]
+    grown = {**shared, P + "storage": {**(shared.get(P + "storage") or {}), "capacity": "2Ti"}}
+    refused = _refused(plan_of("shared", shared), plan_of("shared", grown))
+    assert "cannot resize the claims team-nlp/shared-data, training/shared-data, vision/shared-data (" in refused
 
 
 def test_renaming_an_fsx_claim_keeps_the_data() -> None:
