@@ -168,7 +168,19 @@ def exception_line(lines: list[str]) -> Optional[str]:
 
 def failure(log_text: str, code: Optional[int], argv0: str, job: str = "JOB") -> tuple[str, str]:
     """A failed process's reason (one line, from its log) and the fix, as far as the log tells them; ``job`` names
-    the job in the fix's command-line flags."""
+    the job in the fix's command-line flags. The first reading that applies: the run gave up (FAILED), a missing
+    module, a command not found, else the program's own error."""
+    events = _json_events(log_text)
+    return (
+        _gave_up(events, code, job)
+        or _missing_module(log_text)
+        or _not_started(events, code, argv0)
+        or _program_error(events, log_text, code, job)
+    )
+
+
+def _json_events(log_text: str) -> list[dict[str, Any]]:
+    """The log's JSON lines that are objects (the launcher's and the bundled programs' events)."""
     events = []
     for line in log_text.splitlines():
         if line.startswith("{"):
@@ -178,7 +190,12 @@ def failure(log_text: str, code: Optional[int], argv0: str, job: str = "JOB") ->
                 continue
             if isinstance(value, dict):
                 events.append(value)
-    # the launcher's run_failed (FAILED before torchrun), or its command_exit after a program that wrote FAILED itself
+    return events
+
+
+def _gave_up(events: list[dict[str, Any]], code: Optional[int], job: str) -> Optional[tuple[str, str]]:
+    """The run gave up: the launcher's run_failed (FAILED before torchrun), or its command_exit after a program that
+    wrote FAILED itself, or the launcher's exit 3."""
     failed = next(
         (
             e
@@ -187,20 +204,25 @@ def failure(log_text: str, code: Optional[int], argv0: str, job: str = "JOB") ->
         ),
         None,
     )
-    if failed is not None or code == 3:
-        given = (failed or {}).get("failed") or {}
-        reason = given.get("reason") or given.get("text") or "FAILED exists in its output folder"
-        if reason.startswith(REFUSED):
-            return (
-                f"the run gave up: {reason}",
-                f"its args in the stack file, or --args {job}=...; other arguments make a run of their own (no --fresh "
-                "needed)",
-            )
+    if failed is None and code != 3:
+        return None
+    given = (failed or {}).get("failed") or {}
+    reason = given.get("reason") or given.get("text") or "FAILED exists in its output folder"
+    if reason.startswith(REFUSED):
         return (
             f"the run gave up: {reason}",
-            "fix the cause (earlier in the log, or in the log of the run before, <job>-<pod>.previous.log), then run "
-            f"it again with --fresh {job} (a new run; the failed run's folder is kept aside)",
+            f"its args in the stack file, or --args {job}=...; other arguments make a run of their own (no --fresh "
+            "needed)",
         )
+    return (
+        f"the run gave up: {reason}",
+        "fix the cause (earlier in the log, or in the log of the run before, <job>-<pod>.previous.log), then run "
+        f"it again with --fresh {job} (a new run; the failed run's folder is kept aside)",
+    )
+
+
+def _missing_module(log_text: str) -> Optional[tuple[str, str]]:
+    """The Python the job runs with lacks PyTorch, or another module."""
     if re.search(r"No module named '?torch'?", log_text):
         return (
             "PyTorch is not installed in the Python the job runs with",
@@ -214,13 +236,24 @@ def failure(log_text: str, code: Optional[int], argv0: str, job: str = "JOB") ->
             f"install it there (pip install {missing[-1].split('.')[0]}), or give a virtualenv that has it with "
             "--venv IMAGE=DIR",
         )
-    if code == 127:
-        started = next((e.get("command") for e in events if e.get("event") == "exec_failed"), None)
-        what = started[0] if isinstance(started, list) and started else argv0
-        return (
-            f"{what} could not be started (not found)",
-            f"put {what} on PATH (torchrun comes with PyTorch), or give the image's virtualenv with --venv IMAGE=DIR",
-        )
+    return None
+
+
+def _not_started(events: list[dict[str, Any]], code: Optional[int], argv0: str) -> Optional[tuple[str, str]]:
+    """The command could not be started (exit 127): the launcher's exec_failed names it, else the process's own."""
+    if code != 127:
+        return None
+    started = next((e.get("command") for e in events if e.get("event") == "exec_failed"), None)
+    what = started[0] if isinstance(started, list) and started else argv0
+    return (
+        f"{what} could not be started (not found)",
+        f"put {what} on PATH (torchrun comes with PyTorch), or give the image's virtualenv with --venv IMAGE=DIR",
+    )
+
+
+def _program_error(events: list[dict[str, Any]], log_text: str, code: Optional[int], job: str) -> tuple[str, str]:
+    """The program's own error: a bundled program's fatal event, else its last exception, else the log's last line;
+    with the fix where the reason shows it (a dataset not found, a path under /workspace)."""
     fatal = next((e for e in reversed(events) if e.get("event") == "fatal"), None)
     lines = [ln for ln in log_text.splitlines() if ln.strip() and not _GLOG.match(ln) and not ln.startswith("{")]
     exc = exception_line(lines)
