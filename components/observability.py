@@ -200,96 +200,98 @@ def _query(expression: str, qid: str, label: str, visible: bool = True) -> list[
 def dashboard_widgets(
     cluster_name: str, region: str, gpu_groups: Sequence[GpuGroupSpec], efa: bool, job_namespace: Optional[str]
 ) -> list[dict[str, Any]]:
-    """The dashboard's widgets, top to bottom (positions are set by :func:`dashboard_body`)."""
+    """The dashboard's widgets, top to bottom (positions are set by :func:`dashboard_body`): the header, the
+    utilization per node, EFA traffic, the node counts, then the GPU utilization of the jobs' pods. One Metrics
+    Insights query per widget: a GetMetricData request (what a widget sends) takes only one (source key
+    ``cloudwatch-metrics-insights-limits``); metric math over that query is fine."""
     cluster = {"ClusterName": cluster_name}
-    widgets: list[dict[str, Any]] = [
-        {
-            "type": "text",
-            "width": DASHBOARD_GRID_WIDTH,
-            "height": 2,
-            "properties": {
-                "markdown": (
-                    f"## {cluster_name}\n"
-                    "GPU and EFA metrics from Container Insights (the amazon-cloudwatch-observability add-on). Node "
-                    "health: `kubectl get nodes -o custom-columns=NAME:.metadata.name,"
-                    "GPU:.status.conditions[?(@.type==\"AcceleratedHardwareReady\")].status` "
-                    "and `kubectl get events -A | grep -i NvidiaXID`."
-                )
-            },
-        }
-    ]
-    # one Metrics Insights query per widget: a GetMetricData request (what a widget sends) takes only one (source key
-    # ``cloudwatch-metrics-insights-limits``); metric math over that query is fine
-    nodes_widgets = [
-        _metric_widget(
-            "Nodes in the cluster",
-            region,
-            [
-                _query(
-                    insights_query("AVG", "cluster_node_count", ("ClusterName",), cluster),
-                    "nodes",
-                    "nodes in the cluster",
-                )
-            ],
-            unit_label="nodes",
-        )
-    ]
-
-    def per_node(title: str, stat: str, metric: str, qid: str, unit: str) -> dict[str, Any]:
-        """A widget with one line per node of ``metric``."""
-        return _metric_widget(
-            title,
-            region,
-            [_query(insights_query(stat, metric, NODE_DIMENSIONS, cluster, "NodeName"), qid, "")],
-            unit_label=unit,
-        )
-
+    widgets = [_header_widget(cluster_name)]
     if gpu_groups:
-        widgets.append(per_node("GPU utilization per node (%)", "AVG", "node_gpu_utilization", "gpu", "%"))
+        widgets.append(_per_node(region, cluster, "GPU utilization per node (%)", "AVG", "node_gpu_utilization", "%"))
         widgets.append(
-            per_node("GPU memory utilization per node (%)", "AVG", "node_gpu_memory_utilization", "gpumem", "%")
+            _per_node(region, cluster, "GPU memory utilization per node (%)", "AVG", "node_gpu_memory_utilization", "%")
         )
-        for g in gpu_groups:
-            for t in g["instance_types"]:
-                nodes_widgets.append(
-                    _metric_widget(
-                        f"Nodes of {g['name']} ({t}: GPUs reporting / {int(g['gpus_per_node'])})",
-                        region,
-                        [
-                            _query(gpu_count_query(cluster_name, t), "gpus", f"GPUs of {t} reporting", visible=False),
-                            _query(f"gpus / {int(g['gpus_per_node'])}", "nodes", f"{t} nodes"),
-                        ],
-                        unit_label="nodes",
-                    )
-                )
     else:
-        widgets.append(per_node("CPU utilization per node (%)", "AVG", "node_cpu_utilization", "cpu", "%"))
+        widgets.append(_per_node(region, cluster, "CPU utilization per node (%)", "AVG", "node_cpu_utilization", "%"))
     if efa:
-        widgets.append(per_node("EFA received per node (bytes/s)", "SUM", "node_efa_rx_bytes", "efarx", "bytes"))
-        widgets.append(per_node("EFA sent per node (bytes/s)", "SUM", "node_efa_tx_bytes", "efatx", "bytes"))
-    widgets += nodes_widgets
-    if job_namespace and gpu_groups:
         widgets.append(
-            _metric_widget(
-                f"GPU utilization per job pod ({job_namespace}) (%)",
-                region,
-                [
-                    _query(
-                        insights_query(
-                            "AVG",
-                            "pod_gpu_utilization",
-                            POD_DIMENSIONS,
-                            {**cluster, "Namespace": job_namespace},
-                            "PodName",
-                        ),
-                        "pods",
-                        "",
-                    )
-                ],
-                unit_label="%",
-            )
+            _per_node(region, cluster, "EFA received per node (bytes/s)", "SUM", "node_efa_rx_bytes", "bytes")
         )
+        widgets.append(_per_node(region, cluster, "EFA sent per node (bytes/s)", "SUM", "node_efa_tx_bytes", "bytes"))
+    widgets += _node_count_widgets(cluster_name, region, gpu_groups)
+    if job_namespace and gpu_groups:
+        widgets.append(_job_pods_widget(region, cluster, job_namespace))
     return widgets
+
+
+def _header_widget(cluster_name: str) -> dict[str, Any]:
+    """The dashboard's title, and where node health shows."""
+    return {
+        "type": "text",
+        "width": DASHBOARD_GRID_WIDTH,
+        "height": 2,
+        "properties": {
+            "markdown": (
+                f"## {cluster_name}\n"
+                "GPU and EFA metrics from Container Insights (the amazon-cloudwatch-observability add-on). Node "
+                "health: `kubectl get nodes -o custom-columns=NAME:.metadata.name,"
+                "GPU:.status.conditions[?(@.type==\"AcceleratedHardwareReady\")].status` "
+                "and `kubectl get events -A | grep -i NvidiaXID`."
+            )
+        },
+    }
+
+
+#: The query id of each per-node metric's widget.
+_PER_NODE_IDS = {
+    "node_gpu_utilization": "gpu",
+    "node_gpu_memory_utilization": "gpumem",
+    "node_cpu_utilization": "cpu",
+    "node_efa_rx_bytes": "efarx",
+    "node_efa_tx_bytes": "efatx",
+}
+
+
+def _per_node(region: str, cluster: dict[str, str], title: str, stat: str, metric: str, unit: str) -> dict[str, Any]:
+    """A widget with one line per node of ``metric``."""
+    query = insights_query(stat, metric, NODE_DIMENSIONS, cluster, "NodeName")
+    return _metric_widget(title, region, [_query(query, _PER_NODE_IDS[metric], "")], unit_label=unit)
+
+
+def _node_count_widgets(cluster_name: str, region: str, gpu_groups: Sequence[GpuGroupSpec]) -> list[dict[str, Any]]:
+    """The nodes in the cluster, then per GPU group and instance type the nodes whose GPUs all report."""
+    cluster = {"ClusterName": cluster_name}
+    count = insights_query("AVG", "cluster_node_count", ("ClusterName",), cluster)
+    widgets = [
+        _metric_widget(
+            "Nodes in the cluster", region, [_query(count, "nodes", "nodes in the cluster")], unit_label="nodes"
+        )
+    ]
+    for g in gpu_groups:
+        per_node = int(g["gpus_per_node"])
+        for t in g["instance_types"]:
+            widgets.append(
+                _metric_widget(
+                    f"Nodes of {g['name']} ({t}: GPUs reporting / {per_node})",
+                    region,
+                    [
+                        _query(gpu_count_query(cluster_name, t), "gpus", f"GPUs of {t} reporting", visible=False),
+                        _query(f"gpus / {per_node}", "nodes", f"{t} nodes"),
+                    ],
+                    unit_label="nodes",
+                )
+            )
+    return widgets
+
+
+def _job_pods_widget(region: str, cluster: dict[str, str], job_namespace: str) -> dict[str, Any]:
+    """The GPU utilization of each pod in the jobs' namespace."""
+    query = insights_query(
+        "AVG", "pod_gpu_utilization", POD_DIMENSIONS, {**cluster, "Namespace": job_namespace}, "PodName"
+    )
+    return _metric_widget(
+        f"GPU utilization per job pod ({job_namespace}) (%)", region, [_query(query, "pods", "")], unit_label="%"
+    )
 
 
 def dashboard_body(
