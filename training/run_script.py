@@ -97,19 +97,31 @@ def reset_after_progress(state: Path) -> threading.Timer:
     return timer
 
 
+#: argparse's functions on the way out of a refusal (``error`` calls ``exit``); any other of its frames parses.
+ERROR_PATH = ("error", "exit")
+
+
 def refused_arguments(exc: SystemExit) -> str | None:
-    """argparse's message when ``exc`` is its usage error (``ArgumentParser.error``: exit 2 from its ``exit``), else
-    ``None``. The same arguments fail every attempt, so no attempt is worth another."""
+    """argparse's message when ``exc`` is its refusal of the command line (``ArgumentParser.error`` while it parses:
+    exit 2 from its ``exit``), else ``None``. The same arguments fail every attempt, so no attempt is worth another.
+    A script's own ``parser.error()`` (a check of its own, outside the parse) and a file an argument names that is
+    not there yet (``FileType``, ``@file``: ``[Errno``) are failures like any other."""
+    frames = []
     tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
+    while tb is not None:
+        frames.append(tb.tb_frame)
         tb = tb.tb_next
-    if exc.code != 2 or tb is None:
+    if exc.code != 2 or not frames:
         return None
-    frame = tb.tb_frame
-    if frame.f_code.co_name != "exit" or frame.f_globals.get("__name__") != "argparse":
+    last = frames[-1]
+    if last.f_code.co_name != "exit" or last.f_globals.get("__name__") != "argparse":
         return None
-    message = frame.f_locals.get("message")
-    return message.strip() if isinstance(message, str) and message.strip() else "exit 2 from argparse"
+    parsing = [f for f in frames if f.f_globals.get("__name__") == "argparse" and f.f_code.co_name not in ERROR_PATH]
+    if not parsing:  # error() called by the script itself
+        return None
+    message = last.f_locals.get("message")
+    text = message.strip() if isinstance(message, str) and message.strip() else "exit 2 from argparse"
+    return None if "[Errno" in text else text
 
 
 def quick_failures(state: Path, code: int, elapsed_s: float, peer_lost: bool = False) -> int:

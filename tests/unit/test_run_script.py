@@ -178,10 +178,15 @@ def test_arguments_argparse_refuses_end_the_run_at_the_first_attempt(tmp_path, m
     argparse_script = (
         "import argparse\np = argparse.ArgumentParser()\np.add_argument('--lr', type=float)\np.parse_args()\n"
     )
+    parser = "import argparse\np = argparse.ArgumentParser()\n"
+    own_check = parser + "p.parse_args()\np.error('no data in /data/x')\n"
+    missing_file = parser + "p.add_argument('f', type=argparse.FileType())\np.parse_args()\n"
     for body, args, gives_up in (
         (argparse_script, ["--lrr", "0.1"], True),
         (argparse_script, ["--lr", "fast"], True),
         ("import sys\nsys.exit(2)\n", [], False),
+        (own_check, [], False),  # the script's own check, after the parse: a failure like any other
+        (missing_file, ["/nonexistent/list.txt"], False),  # a file not there yet may be there at the next attempt
     ):
         out.mkdir(exist_ok=True)
         (out / "FAILED").unlink(missing_ok=True)
