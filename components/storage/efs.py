@@ -123,7 +123,7 @@ class EfsStorage(pulumi.ComponentResource):
             # the AWS-managed EFS CSI policy: access points on tagged file systems
             managed_policy_arns=[current_partition(self).apply(lambda p: managed_policy_arn(p, EFS_CSI_POLICY))],
         )
-        storage_class = self._storage_class(name, args, file_system_id, retain, kubernetes, [addon, *mount_targets])
+        storage_class = self._storage_class(name, args, file_system_id, kubernetes, [addon, *mount_targets])
         namespace = training_namespace(self, name, args.get("namespace", DEFAULT_NAMESPACE), kubernetes)
         pvc = shared_claim(
             self,
@@ -207,11 +207,13 @@ class EfsStorage(pulumi.ComponentResource):
         name: str,
         args: EfsStorageArgs,
         file_system_id: pulumi.Input[str],
-        retain: bool,
         kubernetes: Optional[pulumi.ProviderResource],
         after: list[pulumi.Resource],
     ) -> k8s.storage.v1.StorageClass:
-        """The StorageClass: one EFS access point and one stable directory per claim."""
+        """The StorageClass: one EFS access point and one stable directory per claim. A deleted claim's access point
+        goes with it, whatever ``retain_on_delete`` says: its directory and data stay on the file system (the driver
+        removes them only with its ``deleteAccessPointRootDir`` option, off by default), and a new claim of the same
+        name finds them. One reclaim policy for both, as the apiserver refuses to change a class's policy."""
         return k8s.storage.v1.StorageClass(
             f"{name}-sc",
             metadata={
@@ -232,7 +234,7 @@ class EfsStorage(pulumi.ComponentResource):
                 # A stable directory per PVC, so a rebuilt stack on a kept file system finds its data.
                 "ensureUniqueDirectory": "false",
             },
-            reclaim_policy="Retain" if retain else "Delete",
+            reclaim_policy="Delete",
             volume_binding_mode="Immediate",
             mount_options=["tls"],
             opts=pulumi.ResourceOptions(parent=self, provider=kubernetes, depends_on=after),

@@ -241,8 +241,8 @@ def _fsx_growth_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     return [
         f"{key('storage.fsx.storageCapacityGib')} {fa.storage_capacity_gib} -> {fb.storage_capacity_gib}: FSx grows "
         "the file system in place. It may be unavailable for a few minutes (the jobs' file operations wait, then go "
-        "on), then it spreads the data over the new servers for hours, slower meanwhile. The claim keeps its first "
-        "size; `kubectl get pv` shows the new one"
+        "on), then it spreads the data over the new servers for hours to days, slower meanwhile. FSx refuses another "
+        "increase within 6 hours of this one. The claim keeps its first size; `kubectl get pv` shows the new one"
     ]
 
 

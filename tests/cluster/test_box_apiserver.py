@@ -88,7 +88,8 @@ RESIZE_REFUSED = "only dynamically provisioned pvc can be resized and the storag
 def test_a_bound_claim_of_the_stack_cannot_grow_and_a_static_volume_can(oldest_box, objects_of, stack: str) -> None:
     """What tests/mock/test_claim_sizes.py holds the program to, executed by the apiserver: a bound claim of the
     stack's EFS StorageClass, and one bound to FSx's static volume, cannot grow (so `pulumi up` must never send it a
-    new size); the static volume itself can (FSx's grown capacity). Bound as the PV controller would mark them."""
+    new size); the static volume itself can (FSx's grown capacity). Bound as the PV controller would mark them. Nor
+    may the EFS StorageClass's reclaim policy change."""
     docs = [
         d
         for d in objects_of(stack)
@@ -113,6 +114,12 @@ def test_a_bound_claim_of_the_stack_cannot_grow_and_a_static_volume_can(oldest_b
             box.kubectl("patch", *_ref(volume), "--type=merge", "-p", json.dumps(grown))
             assert box.get(*_ref(volume))["spec"]["capacity"]["storage"] == "4Pi"
         assert (stack == "p5") == any(d["kind"] == "PersistentVolume" for d in docs)
+        # nor may a StorageClass's reclaim policy change (tests/update_rules.py): the stack's EFS class keeps one
+        for storage_class in (d for d in docs if d["kind"] == "StorageClass"):
+            other = "Retain" if storage_class.get("reclaimPolicy") == "Delete" else "Delete"
+            patch = json.dumps({"reclaimPolicy": other})
+            refused = box.kubectl("patch", *_ref(storage_class), "--type=merge", "-p", patch, check=False)
+            assert refused.returncode != 0 and "reclaimPolicy" in refused.stderr, refused.stderr
     finally:
         _remove(box, docs)
 

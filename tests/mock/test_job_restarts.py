@@ -36,12 +36,10 @@ from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.stackfile import REPO
 from tests.harness import JOB_OBJECT_TYPES, Registration, run_program, stack_config
+from tests.update_rules import at, refused_updates, replaced_by
 
 pytestmark = pytest.mark.mock
 
-#: pulumi-kubernetes's forceNew paths of every object (its metadata's two) and a batch/v1 Job's own.
-FORCE_NEW = ("metadata.name", "metadata.namespace")
-JOB_FORCE_NEW = (*FORCE_NEW, "spec.completions", "spec.parallelism", "spec.selector", "spec.template")
 
 _MISSING = object()
 #: ``nodeGroup``'s value for a move to another group of the same instance type: a copy of the job's group, ``twin``.
@@ -116,35 +114,6 @@ ELSEWHERE = {
 }
 
 
-def _at(doc: Any, path: str) -> Any:
-    for part in path.split("."):
-        if not isinstance(doc, dict):
-            return None
-        doc = doc.get(part)
-    return doc
-
-
-def _differs(before: Registration, after: Registration, path: str) -> bool:
-    """Whether ``path`` differs, or a path under it that ``after``'s ignoreChanges does not name."""
-    ignored = [i for i in after.ignore_changes if i == path or i.startswith(path + ".")]
-    if any(path == i or path.startswith(i + ".") for i in after.ignore_changes):
-        return False
-    a, b = copy.deepcopy(_at(before.inputs, path)), copy.deepcopy(_at(after.inputs, path))
-    for i in ignored:  # compare without the ignored paths
-        for doc in (a, b):
-            parent, _, leaf = i[len(path) + 1 :].rpartition(".")
-            holder = _at(doc, parent) if parent else doc
-            if isinstance(holder, dict):
-                holder.pop(leaf, None)
-    return a != b
-
-
-def _replaced(before: Registration, after: Registration) -> list[str]:
-    """The paths for which Pulumi replaces the object: its provider's forceNew ones, its replaceOnChanges."""
-    force = JOB_FORCE_NEW if after.type == "kubernetes:batch/v1:Job" else FORCE_NEW
-    return [p for p in (*force, *after.replace_on_changes) if _differs(before, after, p)]
-
-
 def _requeued(before: Registration, after: Registration) -> list[str]:
     """What Kueue compares of an MPIJob's pod sets that differs: each role's count, containers, init containers."""
     out = []
@@ -154,7 +123,7 @@ def _requeued(before: Registration, after: Registration) -> list[str]:
         if a.get("replicas") != b.get("replicas"):
             out.append(f"{role}.replicas")
         for part in ("containers", "initContainers"):
-            if _at(a, f"template.spec.{part}") != _at(b, f"template.spec.{part}"):
+            if at(a, f"template.spec.{part}") != at(b, f"template.spec.{part}"):
                 out.append(f"{role}.{part}")
     return out
 
@@ -170,11 +139,14 @@ def _job_objects(registrations: list[Registration], jobs: set[str]) -> dict[str,
 
 def restarted(before: list[Registration], after: list[Registration], jobs: set[str]) -> dict[str, list[str]]:
     """Job -> the paths for which its object is replaced (absent: it is changed in place, or not at all). An MPIJob
-    that Kueue would requeue in place fails here: its launcher would run the old spec."""
+    that Kueue would requeue in place fails here: its launcher would run the old spec; so does any object changed in
+    place that the apiserver would refuse (:func:`tests.update_rules.refused_updates`)."""
+    refused = refused_updates(before, after)
+    assert not refused, f"the apiserver refuses these updates, and `pulumi up` would fail there: {refused}"
     old, new = _job_objects(before, jobs), _job_objects(after, jobs)
     out = {}
     for name in old.keys() & new.keys():
-        why = _replaced(old[name], new[name])
+        why = replaced_by(old[name], new[name])
         if not why and new[name].type.endswith(":MPIJob"):
             assert not _requeued(old[name], new[name]), f"{name}: Kueue requeues it in place, not replaced"
         if why:

@@ -1178,6 +1178,7 @@ def test_a_larger_fsx_file_system_keeps_the_data() -> None:
     (note,) = [n for n in u.notes if "storageCapacityGib" in n]
     assert note.startswith("eks-training:storage.fsx.storageCapacityGib 1200 -> 2400: FSx grows the file "), note
     assert "unavailable for a few minutes" in note and "The claim keeps its first size" in note
+    assert "another increase within 6 hours" in note
     assert not [n for n in compare(plan_of("p5", preset("p5")), plan_of("p5", preset("p5"))).notes if "FSx grows" in n]
 
 
