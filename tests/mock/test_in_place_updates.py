@@ -34,6 +34,13 @@ def _fsx(**settings: Any) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _group(name: str, **settings: Any) -> Callable[[dict[str, Any]], None]:
+    def change(config: dict[str, Any]) -> None:
+        config[P + "nodeGroups"][name] = {**config[P + "nodeGroups"][name], **settings}
+
+    return change
+
+
 def _teams(config: dict[str, Any]) -> None:
     config[P + "teams"] = {"vision": {"quotaPercent": 100}}
 
@@ -50,6 +57,8 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None]]] = [
     ("p5", "storage.fsx.storageCapacityGib", _fsx(storageCapacityGib=2400)),
     ("p5", "storage.fsx.throughputPerTib", _fsx(throughputPerTib=500)),
     ("g5", "a first team", _teams),
+    ("g5", "a group's maxSize (its queue's quota)", _group("gpu", maxSize=4)),
+    ("p5", "a group's maxSize (its queue's quota, topology-aware)", _group("gpu", maxSize=4)),
 ]
 
 
