@@ -557,36 +557,32 @@ def test_a_virtualenv_for_an_image_the_stack_does_not_have_exits_2(tmp_path: Pat
     assert not (tmp_path / "work").exists()
 
 
+def _two_pod_script_run(
+    tmp_path: Path, job: str, script: str, **settings: Any
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """A ``pytorch`` job ``job`` of two pods (c10d) running ``script`` as its own code, run locally: the work folder
+    and the command's result."""
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / f"{job}.py").write_text(script)
+    spec = {"kind": "pytorch", "nodeGroup": "cpu", "nodes": 2, "code": f"s3://my-bucket/{job}/", "script": f"{job}.py"}
+    stack = _stack_file(tmp_path, {job: {**spec, "rendezvousBackend": "c10d", **settings}})
+    work = tmp_path / "work"
+    args = ("--stack", "mine", "--stack-file", str(stack), "--work", str(work), "--code", f"{job}={tmp_path / 'code'}")
+    return work, local(*args, cwd=REPO, timeout=patient(300))
+
+
 def test_arguments_the_script_refuses_end_the_run_at_the_first_attempt(tmp_path: Path) -> None:
     """A ``pytorch`` job's own script whose argparse refuses its arguments fails every attempt alike: the first attempt
     writes FAILED with argparse's message (not after ``maxRestarts`` more), each pod's launcher exits 3, and the
     runner's fix is the job's args."""
-    (tmp_path / "code").mkdir()
-    (tmp_path / "code" / "train_mine.py").write_text(
+    script = (
         'import argparse\nprint("mine: starting", flush=True)\np = argparse.ArgumentParser()\n'
         'p.add_argument("--epochs", type=int)\np.parse_args()\n'
     )
-    stack = _stack_file(
-        tmp_path,
-        {
-            "mine": {
-                "kind": "pytorch",
-                "nodeGroup": "cpu",
-                "nodes": 2,
-                "code": "s3://my-bucket/mine/",
-                "script": "train_mine.py",
-                "args": ["--lr", "0.1"],
-                "maxRestarts": 3,
-                "rendezvousBackend": "c10d",
-            }
-        },
-    )
-    work = tmp_path / "work"
-    args = ("--stack", "mine", "--stack-file", str(stack), "--work", str(work), "--code", f"mine={tmp_path / 'code'}")
-    done = local(*args, cwd=REPO, timeout=patient(300))
+    work, done = _two_pod_script_run(tmp_path, "mine", script, args=["--lr", "0.1"], maxRestarts=3)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     assert (
-        "the run gave up: the script refused its arguments (train_mine.py: error: unrecognized arguments: --lr 0.1): "
+        "the run gave up: the script refused its arguments (mine.py: error: unrecognized arguments: --lr 0.1): "
         "fix the job's args; fix: its args in the stack file, or --args mine=...; other arguments make a run"
     ) in done.stderr, done.stderr[-3000:]
     (out,) = (work / "shared" / "runs").glob("mine-*")
@@ -602,28 +598,11 @@ def test_a_users_script_that_fails_at_once_gives_up_after_max_restarts(tmp_path:
     after ``maxRestarts`` restarts of quick failures in a row (here 1: two attempts) a rank writes FAILED, torchrun
     starts the workers again, each finds FAILED and exits 0, and the launcher exits 3 (the Job's FailJob) with the
     run's own reason; also when the second pod's script fails later than the first's."""
-    (tmp_path / "code").mkdir()
-    (tmp_path / "code" / "crash.py").write_text(
+    script = (
         'import os, time\nprint("crash: starting", flush=True)\n'
         f'time.sleep({stagger_s} * int(os.environ["GROUP_RANK"]))\nraise SystemExit(4)\n'
     )
-    stack = _stack_file(
-        tmp_path,
-        {
-            "crash": {
-                "kind": "pytorch",
-                "nodeGroup": "cpu",
-                "nodes": 2,
-                "code": "s3://my-bucket/crash/",
-                "script": "crash.py",
-                "maxRestarts": 1,
-                "rendezvousBackend": "c10d",
-            }
-        },
-    )
-    work = tmp_path / "work"
-    args = ("--stack", "mine", "--stack-file", str(stack), "--work", str(work), "--code", f"crash={tmp_path / 'code'}")
-    done = local(*args, cwd=REPO, timeout=patient(300))
+    work, done = _two_pod_script_run(tmp_path, "crash", script, maxRestarts=1)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     reason = (
         "the script failed 2 attempts in a row, each within 300 s of its start (the job's maxRestarts: 1, "

@@ -112,6 +112,22 @@ def test_quick_failures_in_a_row_end_the_run_and_anything_else_resets_the_count(
     assert run_script.quick_failures(state, 4, quick) == 1
 
 
+def _wrapper_env(tmp_path: Path, out: Path, *, attempts: int, run_id: str) -> dict[str, str]:
+    """The environment the launcher gives the wrapper: a budget of ``attempts``, FAILED in ``out``."""
+    import run_script
+
+    env = {
+        **os.environ,
+        "OUTPUT_DIR": str(out),
+        "MAX_FAILED_ATTEMPTS": str(attempts),
+        LAUNCHER_ENV: "1",
+        "TMPDIR": str(tmp_path),
+        "TORCHELASTIC_RUN_ID": run_id,
+    }
+    env.pop(run_script.OWN_BUDGET_ENV, None)
+    return env
+
+
 def test_a_stop_and_a_lost_peer_are_no_failure_of_the_script(tmp_path, monkeypatch) -> None:
     """A script that stops in order exits 75 (as the job contract asks) or 143: no failure, the count starts again. A
     rank whose collective failed because another rank's process went away (gloo's ``Connection closed by peer``, as
@@ -133,15 +149,7 @@ def test_a_stop_and_a_lost_peer_are_no_failure_of_the_script(tmp_path, monkeypat
     assert run_script.lost_peer(peer) and not run_script.lost_peer(ValueError("bad --lr"))
     # the wrapper as the launcher runs it, a budget of one attempt: only the script's own failure gives up
     out = tmp_path / "out"
-    env = {
-        **os.environ,
-        "OUTPUT_DIR": str(out),
-        "MAX_FAILED_ATTEMPTS": "1",
-        LAUNCHER_ENV: "1",
-        "TMPDIR": str(tmp_path),
-        "TORCHELASTIC_RUN_ID": "peer-test",
-    }
-    env.pop(run_script.OWN_BUDGET_ENV, None)
+    env = _wrapper_env(tmp_path, out, attempts=1, run_id="peer-test")
     for body, status, gives_up in (
         (f"raise RuntimeError({str(peer)!r})", 1, False),
         ("raise SystemExit(75)", 75, False),
@@ -166,15 +174,7 @@ def test_arguments_argparse_refuses_end_the_run_at_the_first_attempt(tmp_path, m
     import run_script
 
     out = tmp_path / "out"
-    env = {
-        **os.environ,
-        "OUTPUT_DIR": str(out),
-        "MAX_FAILED_ATTEMPTS": "4",
-        LAUNCHER_ENV: "1",
-        "TMPDIR": str(tmp_path),
-        "TORCHELASTIC_RUN_ID": "args-test",
-    }
-    env.pop(run_script.OWN_BUDGET_ENV, None)
+    env = _wrapper_env(tmp_path, out, attempts=4, run_id="args-test")
     argparse_script = (
         "import argparse\np = argparse.ArgumentParser()\np.add_argument('--lr', type=float)\np.parse_args()\n"
     )
