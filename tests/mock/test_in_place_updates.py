@@ -45,6 +45,20 @@ def _teams(config: dict[str, Any]) -> None:
     config[P + "teams"] = {"vision": {"quotaPercent": 100}}
 
 
+def _section(name: str, **settings: Any) -> Callable[[dict[str, Any]], None]:
+    def change(config: dict[str, Any]) -> None:
+        config[P + name] = {**(config.get(P + name) or {}), **settings}
+
+    return change
+
+
+def _job_removed(name: str) -> Callable[[dict[str, Any]], None]:
+    def change(config: dict[str, Any]) -> None:
+        del config[P + "jobs"][name]
+
+    return change
+
+
 #: (stack, what changes, the change): settings of the cluster stack a user changes on a running stack.
 CASES: list[tuple[str, str, Callable[[dict[str, Any]], None]]] = [
     ("dev", "storage.retainOnDelete on", _storage(retainOnDelete=True)),
@@ -59,6 +73,12 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None]]] = [
     ("g5", "a first team", _teams),
     ("g5", "a group's maxSize (its queue's quota)", _group("gpu", maxSize=4)),
     ("p5", "a group's maxSize (its queue's quota, topology-aware)", _group("gpu", maxSize=4)),
+    ("dev", "a group's labels", _group("cpu", labels={"team": "vision"})),
+    ("dev", "a group's taints", _group("cpu", taints=[{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}])),
+    ("g5", "operations.metrics off", _section("operations", metrics=False)),
+    ("dev", "operations.metrics on", _section("operations", metrics=True)),
+    ("g5", "operations.alarmEmail", _section("operations", alarmEmail="oncall@example.com")),
+    ("dev", "a job removed", _job_removed("evaluate")),
 ]
 
 
