@@ -31,7 +31,7 @@ import goodput  # noqa: E402  (needs the sys.path entry above)
 import metrics  # noqa: E402
 from launch_args import LaunchArgs, UsageError, build_parser, parse_args, torchrun_part  # noqa: E402
 from launch_log import LaunchError, log  # noqa: E402
-from launch_markers import read_done, read_failed, record_done  # noqa: E402
+from launch_markers import failed_now, read_done, read_failed, record_done  # noqa: E402
 from launch_supervisor import StopRequested, Supervisor  # noqa: E402
 from rendezvous_etcd import etcd_reachable, reset_closed_rendezvous  # noqa: E402
 
@@ -146,7 +146,9 @@ def run_command(args: LaunchArgs, supervisor: Supervisor, launched_at: float) ->
     ledger = goodput.Ledger(args.output_dir, goodput.source_name())
     ledger.record("launch", at=launched_at)
     supervisor.watcher = goodput.LineWatcher(ledger, os.environ.get(goodput.STEP_PATTERN_ENV) or None)
-    command_code = supervisor.run(args.command)
+    command_code = supervisor.run(
+        args.command, gave_up=lambda: failed_now(args.output_dir), grace_s=args.gave_up_grace_seconds
+    )
     # whether the run gave up (its FAILED file): an exit 0 then ends no attempt as done; whether a stop signal came
     # (a drain): the attempt then ended in an orderly stop, not a failure (goodput's accounting)
     failed = read_failed(args.output_dir) is not None

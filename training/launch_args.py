@@ -10,6 +10,10 @@ from typing import NoReturn
 
 ETCD_DEFAULT_PORT = 2379
 BACKENDS = ("etcd-v2", "c10d")
+#: How long the command has to end by itself once the run gave up (DIR/FAILED appeared), as it does when every rank
+#: exits (a program's last words after it wrote FAILED, torchrun's workers started again finding FAILED), before the
+#: launcher stops it (``launch_supervisor.Supervisor.run``).
+GAVE_UP_GRACE_S = 30.0
 
 
 class UsageError(Exception):
@@ -36,6 +40,7 @@ class LaunchArgs:
     etcd_wait_seconds: float
     etcd_read_timeout: float
     command: list[str]
+    gave_up_grace_seconds: float = GAVE_UP_GRACE_S
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--etcd-read-timeout", type=float, default=10.0, help="timeout of one etcd request in seconds (default 10)"
+    )
+    parser.add_argument(
+        "--gave-up-grace-seconds",
+        type=float,
+        default=GAVE_UP_GRACE_S,
+        help=f"once DIR/FAILED appears, the command's time to end by itself before it is stopped (default "
+        f"{GAVE_UP_GRACE_S:g})",
     )
     return parser
 
@@ -151,8 +163,8 @@ def parse_args(argv: Sequence[str]) -> LaunchArgs:
         raise UsageError("--rdzv-id is empty")
     if "/" in ns.rdzv_id:
         raise UsageError("--rdzv-id must not contain '/' (it is an etcd key name)")
-    if ns.etcd_wait_seconds < 0 or ns.etcd_read_timeout <= 0:
-        raise UsageError("--etcd-wait-seconds must be >= 0 and --etcd-read-timeout > 0")
+    if ns.etcd_wait_seconds < 0 or ns.etcd_read_timeout <= 0 or ns.gave_up_grace_seconds < 0:
+        raise UsageError("--etcd-wait-seconds and --gave-up-grace-seconds must be >= 0 and --etcd-read-timeout > 0")
     host: str | None = None
     port: int | None = None
     if ns.rdzv_backend == "etcd-v2":
@@ -169,6 +181,7 @@ def parse_args(argv: Sequence[str]) -> LaunchArgs:
         etcd_wait_seconds=ns.etcd_wait_seconds,
         etcd_read_timeout=ns.etcd_read_timeout,
         command=command,
+        gave_up_grace_seconds=ns.gave_up_grace_seconds,
     )
     check_consistency(args)
     return args

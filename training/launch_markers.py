@@ -67,6 +67,15 @@ def record_done(output_dir: Path, command_code: int) -> dict[str, Any] | None:
     return record
 
 
+def failed_now(output_dir: Path) -> bool:
+    """Whether ``DIR/FAILED`` exists now: a cheap look while the command runs. An I/O error says no; the end reads
+    the marker again (:func:`read_failed`)."""
+    try:
+        return (output_dir / FAILED_MARKER).exists()
+    except OSError:
+        return False
+
+
 def read_failed(output_dir: Path) -> dict[str, Any] | None:
     """Contents of ``DIR/FAILED`` (``{"text": ...}``, its first 500 characters, if not JSON: a user's program may
     write its reason as plain text; ``{}`` when it exists and cannot be read, such as a folder), or ``None`` when the

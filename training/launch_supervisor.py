@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Any
+from typing import Any, Callable
 
 import goodput
 from launch_log import STDOUT_LOCK, log
@@ -17,6 +17,8 @@ from run_script import LAUNCHER_ENV  # run_script.py's crash-loop budget applies
 
 #: Signals that ask the pod to stop (forwarded once to the command).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: How often the launcher looks whether the run gave up while the command runs (:meth:`Supervisor.run`).
+GAVE_UP_POLL_S = 1.0
 
 
 class StopRequested(Exception):
@@ -76,8 +78,10 @@ class Supervisor:
                 return
             time.sleep(min(0.1, remaining))
 
-    def run(self, command: list[str]) -> int:
-        """Start ``command`` (own session), wait for it; return its exit code (128 + N for signal N)."""
+    def run(self, command: list[str], gave_up: Callable[[], bool] | None = None, grace_s: float = 0.0) -> int:
+        """Start ``command`` (own session), wait for it; return its exit code (128 + N for signal N). When ``gave_up``
+        turns true while it runs (a rank wrote FAILED), the command has ``grace_s`` to end, then it is stopped as a
+        pod's stop would stop it (:meth:`_wait`)."""
         self.check_stop()
         log("spawn", command=command)
         sys.stdout.flush()
@@ -98,11 +102,33 @@ class Supervisor:
             self._forward()
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
-        code = child.wait()
+        code = self._wait(child, gave_up, grace_s)
         self.child = None  # reaped: its pid may be reused, a late signal must not be sent there
         # The pipe ends when the last process holding it exits (a worker's orphan may hold it a little longer).
         reader.join(10.0)
         return 128 - code if code < 0 else code
+
+    def _wait(self, child: subprocess.Popen[bytes], gave_up: Callable[[], bool] | None, grace_s: float) -> int:
+        """Wait for the child. Once ``gave_up`` has been true for ``grace_s``, send it SIGTERM (once, as
+        :meth:`_forward` would): the pod then ends with the run's failure, not after torchrun has waited for the
+        other nodes at its exit barrier (300 s when a node's workers, started after FAILED, exited at once)."""
+        if gave_up is None:
+            return child.wait()
+        seen: float | None = None
+        while True:
+            try:
+                return child.wait(timeout=GAVE_UP_POLL_S)
+            except subprocess.TimeoutExpired:
+                pass
+            if seen is None and gave_up():
+                seen = time.monotonic()
+            if seen is not None and not self.forwarded and time.monotonic() - seen >= grace_s:
+                log("run_gave_up", text="the run gave up (FAILED) and the command still runs: stopping it")
+                self.forwarded = True
+                try:
+                    os.kill(child.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
 
     def _forward_output(self, stream: Any) -> None:
         """Copy the command's stdout to ours line by line, and show each line to the goodput watcher."""

@@ -692,6 +692,52 @@ def test_exit_code_follows_the_run_state_not_only_the_command(tmp_path: Path) ->
     assert [e["event"] for e in ts.json_events(result.stdout)] == ["launch_start", "run_failed"]
 
 
+def test_a_run_that_gave_up_ends_the_pod_within_the_grace_not_at_torchruns_barrier(tmp_path: Path) -> None:
+    """Once FAILED appears while the command runs, the command has the grace to end by itself (every rank exits,
+    torchrun with them), then the launcher stops it and the pod exits 3: a node whose workers found FAILED no longer
+    waits 300 s at torchrun's exit barrier for a node that is in the next round. A command that ends within the grace
+    is left to end."""
+    out = tmp_path / "out"
+    out.mkdir()
+    marker = str(out / "FAILED")
+    writes_failed_then = (
+        "import json, pathlib, sys, time; "
+        f"pathlib.Path({marker!r}).write_text(json.dumps({{'reason': 'no data'}})); print('wrote FAILED', flush=True); "
+        "time.sleep(float(sys.argv[1]))"
+    )
+    stuck, took = run_launch(
+        launch_cmd(
+            out,
+            "c10d",
+            "127.0.0.1:29400",
+            "gave-up",
+            [PYTHON, "-c", writes_failed_then, "600"],
+            "--gave-up-grace-seconds",
+            "2",
+        )
+    )
+    assert stuck.returncode == launch.EXIT_RUN_FAILED, stuck.stdout[-2000:] + stuck.stderr[-2000:]
+    (stopped,) = events(stuck.stdout, "run_gave_up")
+    exited = events(stuck.stdout, "command_exit")[0]
+    assert exited["outcome"] == "run_failed" and exited["command_code"] == 128 + signal.SIGTERM, exited
+    assert exited["time"] - stopped["time"] < patient(10), (stopped, exited)  # stopped, not waited out
+    assert took < patient(60)
+    (out / "FAILED").unlink()
+    ended, _ = run_launch(
+        launch_cmd(
+            out,
+            "c10d",
+            "127.0.0.1:29400",
+            "gave-up",
+            [PYTHON, "-c", writes_failed_then, "0.5"],
+            "--gave-up-grace-seconds",
+            "30",
+        )
+    )
+    assert ended.returncode == launch.EXIT_RUN_FAILED and not events(ended.stdout, "run_gave_up"), ended.stdout
+    assert events(ended.stdout, "command_exit")[0]["command_code"] == 0
+
+
 def test_a_failure_while_etcd_is_down_is_reported_as_a_lost_rendezvous(
     tmp_path: Path, procs: list[ts.ManagedProcess]
 ) -> None:
