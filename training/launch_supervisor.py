@@ -19,6 +19,12 @@ from run_script import LAUNCHER_ENV  # run_script.py's crash-loop budget applies
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 #: How often the launcher looks whether the run gave up while the command runs (:meth:`Supervisor.run`).
 GAVE_UP_POLL_S = 1.0
+#: torchrun's wait for its workers after a stop when the pod does not set ``TORCH_ELASTIC_SHUTDOWN_TIMEOUT`` (torch's
+#: own default, ``torch.distributed.launcher.api``).
+TORCH_SHUTDOWN_DEFAULT_S = 30.0
+#: After the SIGTERM of a run that gave up, how long beyond torchrun's wait for its workers the launcher waits before
+#: SIGKILL: the pod's grace period less that wait (components/workloads/pytorch.py ``SHUTDOWN_MARGIN_S``).
+GAVE_UP_KILL_MARGIN_S = 15.0
 
 
 class StopRequested(Exception):
@@ -38,6 +44,7 @@ class Supervisor:
         self.stop_signal: int | None = None
         self.stop_at: float | None = None
         self.forwarded = False
+        self._sending = False
 
     @property
     def stop_name(self) -> str | None:
@@ -56,7 +63,7 @@ class Supervisor:
 
     def _forward(self) -> None:
         """Send the stop signal to the child, once (a second one would cut torchrun's shutdown short)."""
-        if self.child is not None and self.stop_signal is not None and not self.forwarded:
+        if self.child is not None and self.stop_signal is not None and not self.forwarded and not self._sending:
             self.forwarded = True
             try:
                 os.kill(self.child.pid, self.stop_signal)
@@ -109,26 +116,52 @@ class Supervisor:
         return 128 - code if code < 0 else code
 
     def _wait(self, child: subprocess.Popen[bytes], gave_up: Callable[[], bool] | None, grace_s: float) -> int:
-        """Wait for the child. Once ``gave_up`` has been true for ``grace_s``, send it SIGTERM (once, as
-        :meth:`_forward` would): the pod then ends with the run's failure, not after torchrun has waited for the
-        other nodes at its exit barrier (300 s when a node's workers, started after FAILED, exited at once)."""
+        """Wait for the child. Once ``gave_up`` has been true for ``grace_s`` (and still is), stop it as the pod's
+        stop would: SIGTERM, once, then SIGKILL when it outlasts the pod's grace period. The pod then ends with the
+        run's failure, not after torchrun waited up to 300 s at its exit barrier for a node in the next round: on
+        c10d that wait is in TCPStore's C++ code, where torchrun's signal handler does not run."""
         if gave_up is None:
             return child.wait()
-        seen: float | None = None
+        watch = _GaveUpWatch(gave_up)
+        try:
+            return self._wait_watched(child, watch, grace_s)
+        finally:
+            watch.stop()
+
+    def _wait_watched(self, child: subprocess.Popen[bytes], watch: _GaveUpWatch, grace_s: float) -> int:
+        sigterm_at: float | None = None
         while True:
             try:
                 return child.wait(timeout=GAVE_UP_POLL_S)
             except subprocess.TimeoutExpired:
                 pass
-            if seen is None and gave_up():
-                seen = time.monotonic()
-            if seen is not None and not self.forwarded and time.monotonic() - seen >= grace_s:
+            now = time.monotonic()
+            if sigterm_at is None and watch.for_s(now) >= grace_s and self._send_once(child, signal.SIGTERM):
+                sigterm_at = now
                 log("run_gave_up", text="the run gave up (FAILED) and the command still runs: stopping it")
-                self.forwarded = True
+            elif sigterm_at is not None and now - sigterm_at >= _kill_after_s():
+                log("run_gave_up_kill", text="the command outlasted its grace period after the stop: killing it")
                 try:
-                    os.kill(child.pid, signal.SIGTERM)
+                    os.killpg(child.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+                return child.wait()
+
+    def _send_once(self, child: subprocess.Popen[bytes], sig: int) -> bool:
+        """Send ``sig`` to the child unless a stop was forwarded already (then False). A pod's stop arriving
+        meanwhile is recorded, not forwarded (:meth:`_forward`): this signal is its one signal."""
+        self._sending = True  # a Python signal handler runs in this thread, between any two of these lines
+        try:
+            if self.forwarded:
+                return False
+            self.forwarded = True
+            try:
+                os.kill(child.pid, sig)
+            except ProcessLookupError:
+                pass
+            return True
+        finally:
+            self._sending = False
 
     def _forward_output(self, stream: Any) -> None:
         """Copy the command's stdout to ours line by line, and show each line to the goodput watcher."""
@@ -147,3 +180,42 @@ class Supervisor:
                     self.watcher.line(raw.decode("utf-8", "replace"))
                 except Exception as exc:  # the accounting must never cost the job its output
                     log("goodput_line_error", error=repr(exc))
+
+
+def _kill_after_s() -> float:
+    """How long a command stopped because the run gave up has before SIGKILL: torchrun's wait for its workers
+    (``TORCH_ELASTIC_SHUTDOWN_TIMEOUT``) and :data:`GAVE_UP_KILL_MARGIN_S`, the pod's grace period."""
+    try:
+        shutdown_s = float(os.environ.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", TORCH_SHUTDOWN_DEFAULT_S))
+    except ValueError:
+        shutdown_s = TORCH_SHUTDOWN_DEFAULT_S
+    return max(shutdown_s, 0.0) + GAVE_UP_KILL_MARGIN_S
+
+
+class _GaveUpWatch:
+    """Looks at ``gave_up`` every :data:`GAVE_UP_POLL_S` from a thread of its own: a look at the shared volume can
+    block (a stalled NFS or Lustre mount), and the main thread must stay free to forward the pod's stop."""
+
+    def __init__(self, gave_up: Callable[[], bool]) -> None:
+        self._gave_up = gave_up
+        self._since: float | None = None
+        self._stopped = threading.Event()
+        threading.Thread(target=self._poll, name="gave-up-watch", daemon=True).start()
+
+    def _poll(self) -> None:
+        while not self._stopped.is_set():
+            if self._gave_up():
+                if self._since is None:
+                    self._since = time.monotonic()
+            else:
+                self._since = None  # removed (a user retrying by hand): the grace starts again if it comes back
+            self._stopped.wait(GAVE_UP_POLL_S)
+
+    def stop(self) -> None:
+        """Look no more (the command ended)."""
+        self._stopped.set()
+
+    def for_s(self, now: float) -> float:
+        """How long the run has given up, as of the last look; -1 when it has not."""
+        since = self._since
+        return -1.0 if since is None else now - since

@@ -53,6 +53,7 @@ import goodput  # noqa: E402
 import launch  # noqa: E402
 import launch_args  # noqa: E402
 import launch_log  # noqa: E402
+import launch_supervisor as supervisor  # noqa: E402
 import rendezvous_state  # noqa: E402
 
 from tests import training_support as ts  # noqa: E402
@@ -736,6 +737,124 @@ def test_a_run_that_gave_up_ends_the_pod_within_the_grace_not_at_torchruns_barri
     )
     assert ended.returncode == launch.EXIT_RUN_FAILED and not events(ended.stdout, "run_gave_up"), ended.stdout
     assert events(ended.stdout, "command_exit")[0]["command_code"] == 0
+    (out / "FAILED").unlink()
+    # A FAILED removed within the grace (a user retrying by hand) stops nothing: the command ends with its own code.
+    writes_then_removes = (
+        "import pathlib, time; "
+        f"m = pathlib.Path({marker!r}); m.write_text('{{}}'); time.sleep(0.5); m.unlink(); time.sleep(4); "
+        "raise SystemExit(7)"
+    )
+    kept, _ = run_launch(
+        launch_cmd(
+            out,
+            "c10d",
+            "127.0.0.1:29400",
+            "gave-up",
+            [PYTHON, "-c", writes_then_removes],
+            "--gave-up-grace-seconds",
+            "2",
+        )
+    )
+    assert kept.returncode == 7 and not events(kept.stdout, "run_gave_up"), kept.stdout[-2000:]
+
+
+#: A program that runs the launcher's supervisor with a look at the volume that never returns and lets no signal
+#: handler run meanwhile, as a stat on a stalled NFS or Lustre mount does: it locks a pthread mutex the program holds
+#: (POSIX: pthread_mutex_lock does not return on a signal), then prints the command's code.
+STUCK_LOOK = f"""
+import ctypes, sys
+sys.path.insert(0, {str(ts.TRAINING_DIR)!r})
+import launch_supervisor
+libc = ctypes.CDLL(None)
+held = ctypes.create_string_buffer(64)  # zeros: PTHREAD_MUTEX_INITIALIZER
+libc.pthread_mutex_lock(held)
+def stuck_look():
+    print("look" + "ing", flush=True)
+    libc.pthread_mutex_lock(held)
+    return False
+supervisor = launch_supervisor.Supervisor()
+supervisor.install()
+child = (
+    "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(42)); "
+    "print('child' + ' ready', flush=True); time.sleep(600)"
+)
+code = supervisor.run([sys.executable, "-c", child], gave_up=stuck_look, grace_s=0)
+print("code", code, flush=True)
+"""
+
+
+def test_a_stuck_look_for_failed_does_not_hold_back_the_pods_stop(tmp_path: Path) -> None:
+    """The look for FAILED runs beside the wait, not in it: while a look at a stalled volume never returns, the pod's
+    stop still reaches the command at once (the signal handler runs only in the main thread)."""
+    proc = ts.ManagedProcess([PYTHON, "-c", STUCK_LOOK], tmp_path / "stuck.log", env=node_env(), cwd=tmp_path)
+    try:
+        wait_for(lambda: "child ready" in proc.output(), patient(30), what="the command's handler")
+        wait_for(lambda: "looking" in proc.output(), patient(30), what="the look that never returns")
+        proc.proc.send_signal(signal.SIGTERM)
+        (code,) = ts.wait_all([proc], patient(10))
+    finally:
+        proc.kill()
+    assert code == 0 and "code 42" in proc.output(), proc.output()[-2000:]
+
+
+def test_a_torchrun_at_its_c10d_exit_barrier_is_killed_after_the_grace_period(
+    tmp_path: Path, procs: list[ts.ManagedProcess]
+) -> None:
+    """Real torchrun, c10d, two nodes. Node A's worker writes FAILED and exits 0, so A's agent waits at its exit
+    barrier for node B, whose worker runs on. That wait is TCPStore's, in C++: torchrun's SIGTERM handler does not
+    run there. So the launcher's SIGTERM does not end it, and the SIGKILL a pod's grace period later does: the pod
+    exits 3 then, not after the barrier's 300 s."""
+    out = tmp_path / "out"
+    out.mkdir()
+    worker = tmp_path / "worker.py"
+    worker.write_text(
+        "import json, pathlib, sys, time\n"
+        "if sys.argv[1] == 'gives-up':\n"
+        "    pathlib.Path(sys.argv[2]).write_text(json.dumps({'reason': 'no data'}))\n"
+        "else:\n"
+        "    time.sleep(600)\n"
+    )
+    from components.workloads.spec import torchrun_command
+
+    endpoint = f"127.0.0.1:{ts.free_port()}"
+
+    def torchrun(*script_args: str) -> list[str]:
+        cmd = torchrun_command(
+            min_nodes=2,
+            max_nodes=2,
+            procs_per_node=1,
+            backend="c10d",
+            endpoint=endpoint,
+            rdzv_id="barrier",
+            max_restarts=0,
+            script=str(worker),
+            script_args=list(script_args),
+        )
+        return [str(ts.VENV_BIN / "torchrun"), *cmd[1:]]
+
+    env = {**node_env(), "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "1"}  # SIGKILL 1 + 15 s after the SIGTERM
+    node_b = ts.ManagedProcess(torchrun("runs-on"), tmp_path / "node-b.log", env=env, cwd=tmp_path)
+    procs.append(node_b)
+    node_a = ts.ManagedProcess(
+        launch_cmd(
+            out, "c10d", endpoint, "barrier", torchrun("gives-up", str(out / "FAILED")), "--gave-up-grace-seconds", "1"
+        ),
+        tmp_path / "node-a.log",
+        env=env,
+        cwd=tmp_path,
+    )
+    procs.append(node_a)
+    (code,) = ts.wait_all([node_a], patient(120))
+    text = node_a.output()
+    assert code == launch.EXIT_RUN_FAILED, text[-3000:]
+    assert "Waiting 300 seconds for other agents to finish" in text, text[-3000:]  # torchrun's, at its barrier
+    (stopped,) = events(text, "run_gave_up")
+    (killed,) = events(text, "run_gave_up_kill")
+    exited = events(text, "command_exit")[0]
+    assert exited["command_code"] == 128 + signal.SIGKILL and exited["outcome"] == "run_failed", exited
+    # The SIGTERM did not end the barrier's wait; the kill came the pod's grace period after it, well before 300 s.
+    assert 1 + supervisor.GAVE_UP_KILL_MARGIN_S <= killed["time"] - stopped["time"] < patient(30), (stopped, killed)
+    assert node_b.proc.poll() is None  # node B was never told anything: only A's pod ended
 
 
 def test_a_failure_while_etcd_is_down_is_reported_as_a_lost_rendezvous(
