@@ -12,6 +12,7 @@ The user's page: docs/how-to/rehearse.md."""
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 import sys
@@ -71,6 +72,39 @@ def version_note(config: Mapping[str, Any]) -> Optional[str]:
 
 @command
 def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) -> int:
+    parser = _parser(prog)
+    args = parser.parse_args(argv)
+    if args.run_ms <= 0 or args.timeout <= 0:
+        parser.error("--run-ms and --timeout must be positive")
+    exit_codes = _exit_codes(parser, args.exit_code)
+    try:
+        config, plan = plan_stack(args.stack, args.stack_file)
+    except StackLoadError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    if (refusal := _jobs_only_refusal(args.stack, plan)) is not None:
+        print(refusal, file=sys.stderr)
+        return 2
+    evaluation = _evaluate(args.stack, args.stack_file, config, plan)
+    if evaluation is None:
+        return 1
+    return rehearse(
+        args.stack,
+        config,
+        plan,
+        evaluation,
+        name=args.name or f"rehearse-{args.stack}",
+        workdir=args.workdir,
+        timeout_s=args.timeout,
+        run_ms=args.run_ms,
+        keep=args.keep,
+        log=log,
+        exit_codes=exit_codes,
+    )
+
+
+def _parser(prog: Optional[str]) -> argparse.ArgumentParser:
+    """The command's options: the stack's, the run's and the box's."""
     parser = parser_for(
         "rehearse",
         prog,
@@ -100,29 +134,35 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         help="leave the box and its operators up (bring it down with python -m stacks.box down --name NAME)",
     )
     add_box_options(parser, name_default=None, name_help="the box's name (default rehearse-<stack>)")
-    args = parser.parse_args(argv)
-    if args.run_ms <= 0 or args.timeout <= 0:
-        parser.error("--run-ms and --timeout must be positive")
+    return parser
+
+
+def _exit_codes(parser: argparse.ArgumentParser, items: Sequence[str]) -> dict[str, tuple[int, str]]:
+    """Each ``--exit-code JOB=CODE[:CONTAINER]`` by job; a malformed one ends the command with usage (status 2)."""
     exit_codes: dict[str, tuple[int, str]] = {}
-    for item in args.exit_code:
+    for item in items:
         parsed = _exit_code(item)
         if parsed is None:
             parser.error(f"--exit-code {item}: expected JOB=CODE[:CONTAINER] with CODE 1-255, e.g. train=2:worker")
         exit_codes[parsed[0]] = parsed[1]
-    try:
-        config, plan = plan_stack(args.stack, args.stack_file)
-    except StackLoadError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    if (cluster_stack := plan.config.cluster.stack_reference) is not None:
-        print(
-            f"error: stack {args.stack} is jobs-only (cluster.stackReference: {cluster_stack}): its jobs run on the "
-            "queues of another stack's cluster, which the box does not have; rehearse that stack (its queues and its "
-            f"own jobs) with python -m stacks rehearse --stack {cluster_stack.rsplit('/', 1)[-1]}, and check this one "
-            "with python -m stacks plan",
-            file=sys.stderr,
-        )
-        return 2
+    return exit_codes
+
+
+def _jobs_only_refusal(stack: str, plan: Plan) -> Optional[str]:
+    """Why a jobs-only stack (``cluster.stackReference``) cannot be rehearsed, and what to run instead; else None."""
+    if (cluster_stack := plan.config.cluster.stack_reference) is None:
+        return None
+    return (
+        f"error: stack {stack} is jobs-only (cluster.stackReference: {cluster_stack}): its jobs run on the "
+        "queues of another stack's cluster, which the box does not have; rehearse that stack (its queues and its "
+        f"own jobs) with python -m stacks rehearse --stack {cluster_stack.rsplit('/', 1)[-1]}, and check this one "
+        "with python -m stacks plan"
+    )
+
+
+def _evaluate(stack: str, stack_file: Optional[Path], config: Mapping[str, Any], plan: Plan) -> Optional[Evaluation]:
+    """The program evaluated under the offline mocks, as if the stack's Capacity Blocks had started; None (said in
+    one line, as ``pulumi up`` would) when the program itself fails."""
     blocks = sorted(
         {r for g in plan.all_groups if g.capacity_type == "CAPACITY_BLOCK" and (r := g.capacity_reservation_id)}
     )
@@ -133,26 +173,13 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         )
     try:
         with started_blocks(blocks):
-            evaluation = evaluate_config(args.stack, args.stack_file, config)
+            return evaluate_config(stack, stack_file, config)
     except Exception as exc:  # noqa: BLE001 - the program itself failed: say so in one line, as pulumi up would
         print(
-            f"error: the program failed for stack {args.stack} under the offline mocks: {type(exc).__name__}: {exc}",
+            f"error: the program failed for stack {stack} under the offline mocks: {type(exc).__name__}: {exc}",
             file=sys.stderr,
         )
-        return 1
-    return rehearse(
-        args.stack,
-        config,
-        plan,
-        evaluation,
-        name=args.name or f"rehearse-{args.stack}",
-        workdir=args.workdir,
-        timeout_s=args.timeout,
-        run_ms=args.run_ms,
-        keep=args.keep,
-        log=log,
-        exit_codes=exit_codes,
-    )
+        return None
 
 
 def rehearse(

@@ -51,6 +51,38 @@ def claim_readers(jobs: Mapping[str, JobConfig]) -> dict[str, list[str]]:
     return out
 
 
+@dataclass(frozen=True)
+class _Where:
+    """How the file system's place is named: a zone (a new VPC) or a subnet (an existing VPC)."""
+
+    existing_vpc: bool
+    explicit: Optional[str]
+    """``storage.fsx.availabilityZone`` or ``storage.fsx.subnetId``, as set."""
+    readers: Mapping[str, Sequence[str]]
+
+    @property
+    def field(self) -> str:
+        return "subnetId" if self.existing_vpc else "availabilityZone"
+
+    @property
+    def unit(self) -> str:
+        return "subnet" if self.existing_vpc else "zone"
+
+    @property
+    def explicit_key(self) -> str:
+        return key(f"storage.fsx.{self.field}")
+
+    def group_key(self, group: str) -> str:
+        return key(f"nodeGroups.{group}.{self.field}")
+
+    def of(self, g: NodeGroupConfig) -> Optional[str]:
+        return g.subnet_id if self.existing_vpc else g.availability_zone
+
+    def jobs_of(self, group: str) -> str:
+        names = list(self.readers[group])
+        return f"job{'s' if len(names) > 1 else ''} {', '.join(names)}"
+
+
 def fsx_location(
     fsx: FsxConfig,
     groups: Mapping[str, NodeGroupConfig],
@@ -69,59 +101,14 @@ def fsx_location(
     the zone of the only pinned group; several pinned groups without jobs, or none pinned, need the key.
     With an existing VPC the same holds for subnets (``subnetId``). The plan and these rules both call this.
     """
-    fld = "subnetId" if existing_vpc else "availabilityZone"
-    unit = "subnet" if existing_vpc else "zone"
-    explicit = fsx.subnet_id if existing_vpc else fsx.availability_zone
-    explicit_key = key(f"storage.fsx.{fld}")
-
-    def place(g: NodeGroupConfig) -> Optional[str]:
-        return g.subnet_id if existing_vpc else g.availability_zone
-
-    def jobs_of(group: str) -> str:
-        names = list(readers[group])
-        return f"job{'s' if len(names) > 1 else ''} {', '.join(names)}"
-
-    pinned = {name: at for name, g in groups.items() if (at := place(g)) is not None}
+    w = _Where(existing_vpc, fsx.subnet_id if existing_vpc else fsx.availability_zone, readers)
+    pinned = {name: at for name, g in groups.items() if (at := w.of(g)) is not None}
     pinned_readers = {g: pinned[g] for g in readers if g in pinned}
-    problems: list[str] = []
-    where: Optional[str] = None
-    source = explicit_key
-    if pinned_readers:
-        first = next(iter(pinned_readers))
-        where, source = pinned_readers[first], key(f"nodeGroups.{first}.{fld}")
-        for g, at in pinned_readers.items():
-            if at != where:
-                problems.append(
-                    f"{key(f'nodeGroups.{g}.{fld}')}: {at} differs from {source} ({where}), and the jobs of both "
-                    f"groups mount the FSx for Lustre file system ({first}: {jobs_of(first)}; {g}: {jobs_of(g)}), "
-                    f"which lives in one {unit}; pin {g} to {where}, run those jobs on one group, or use "
-                    f"{key('storage.backend')}: efs (a mount target in every zone)"
-                )
-        if explicit is not None and explicit != where:
-            problems.append(
-                f"{explicit_key}: {explicit} is not where the jobs that mount the file system run ({source} is "
-                f"{where}: {jobs_of(first)}); the file system must be in their {unit} (cross-zone traffic costs and "
-                f"slows): set it to {where} or remove it"
-            )
-    elif explicit is not None:
-        where = explicit
-    elif len(set(pinned.values())) == 1:
-        name = sorted(pinned)[0]
-        where, source = pinned[name], key(f"nodeGroups.{name}.{fld}")
-    elif pinned:
-        listing = ", ".join(f"{n} ({z})" for n, z in sorted(pinned.items()))
-        problems.append(
-            f"{explicit_key}: several groups are pinned ({listing}) and no job runs on them; an FSx file system lives "
-            f"in one {unit}: set it to that of the group that reads the data"
-        )
-    else:
-        problems.append(
-            f"{explicit_key}: an FSx file system lives in one {unit} and no worker group is pinned to one; set it, or "
-            f"pin the group whose jobs read the data (nodeGroups.<group>.{fld}) and the file system follows it"
-        )
+    found = _where_readers_are(w, pinned_readers) if pinned_readers else _where_without_readers(w, pinned)
+    where, source, problems = found
     if where is None:
         return None, problems
-    clients = sorted((n for n, w in pinned.items() if w == where), key=lambda n: (n not in readers, n))
+    clients = sorted((n for n, at in pinned.items() if at == where), key=lambda n: (n not in readers, n))
     efa_clients = tuple(n for n in clients if groups[n].uses_efa(catalog))
     if fsx.efa and not efa_clients:
         problems.append(
@@ -135,3 +122,48 @@ def fsx_location(
         client_groups=tuple(clients),
         efa_client_groups=efa_clients,
     ), problems
+
+
+def _where_readers_are(w: _Where, pinned_readers: Mapping[str, str]) -> tuple[str, str, list[str]]:
+    """The place of the first pinned group whose jobs mount the claim, its key, and every other reader or the
+    explicit key that names another place."""
+    first = next(iter(pinned_readers))
+    where, source = pinned_readers[first], w.group_key(first)
+    problems = [
+        f"{w.group_key(g)}: {at} differs from {source} ({where}), and the jobs of both "
+        f"groups mount the FSx for Lustre file system ({first}: {w.jobs_of(first)}; {g}: {w.jobs_of(g)}), "
+        f"which lives in one {w.unit}; pin {g} to {where}, run those jobs on one group, or use "
+        f"{key('storage.backend')}: efs (a mount target in every zone)"
+        for g, at in pinned_readers.items()
+        if at != where
+    ]
+    if w.explicit is not None and w.explicit != where:
+        problems.append(
+            f"{w.explicit_key}: {w.explicit} is not where the jobs that mount the file system run ({source} is "
+            f"{where}: {w.jobs_of(first)}); the file system must be in their {w.unit} (cross-zone traffic costs and "
+            f"slows): set it to {where} or remove it"
+        )
+    return where, source, problems
+
+
+def _where_without_readers(w: _Where, pinned: Mapping[str, str]) -> tuple[Optional[str], str, list[str]]:
+    """With no pinned group whose jobs mount the claim: the explicit key, else the one place every pinned group
+    shares, else a problem asking for the key."""
+    if w.explicit is not None:
+        return w.explicit, w.explicit_key, []
+    if len(set(pinned.values())) == 1:
+        name = sorted(pinned)[0]
+        return pinned[name], w.group_key(name), []
+    if pinned:
+        listing = ", ".join(f"{n} ({z})" for n, z in sorted(pinned.items()))
+        problem = (
+            f"{w.explicit_key}: several groups are pinned ({listing}) and no job runs on them; an FSx file system "
+            f"lives in one {w.unit}: set it to that of the group that reads the data"
+        )
+    else:
+        problem = (
+            f"{w.explicit_key}: an FSx file system lives in one {w.unit} and no worker group is pinned to one; set "
+            f"it, or pin the group whose jobs read the data (nodeGroups.<group>.{w.field}) and the file system "
+            "follows it"
+        )
+    return None, w.explicit_key, [problem]
