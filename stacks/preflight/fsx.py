@@ -163,12 +163,20 @@ def _check_quota(fsx: FsxConfig, aws: AwsClient, findings: list[Finding]) -> Non
 
 
 def _check_adopted(plan: Plan, fsx: FsxConfig, file_system_id: str, aws: AwsClient, findings: list[Finding]) -> None:
+    """A kept file system (``storage.fileSystemId``) the stack adopts: it exists, can take data repository
+    associations, is where the stack puts it, and has none on the directories the stack links."""
+    if _check_adopted_file_system(plan, file_system_id, aws, findings):
+        _check_associations(fsx, file_system_id, aws, findings)
+
+
+def _check_adopted_file_system(plan: Plan, file_system_id: str, aws: AwsClient, findings: list[Finding]) -> bool:
+    """Whether the file system is one the stack can adopt (a finding either way)."""
     k = key("storage.fileSystemId")
     try:
         found = aws.lustre_file_systems([file_system_id])
     except AwsCallError as exc:
         findings.append(Finding(False, k, f"could not look up {file_system_id} ({exc}) {SKIP_HINT}"))
-        return
+        return False
     if not found:
         findings.append(
             Finding(
@@ -178,7 +186,7 @@ def _check_adopted(plan: Plan, fsx: FsxConfig, file_system_id: str, aws: AwsClie
                 "account); check the id (the fileSystemId output of the stack that kept it) and aws:region",
             )
         )
-        return
+        return False
     fs = found[0]
     problems: list[str] = []
     deployment = (fs.get("LustreConfiguration") or {}).get("DeploymentType")
@@ -196,10 +204,15 @@ def _check_adopted(plan: Plan, fsx: FsxConfig, file_system_id: str, aws: AwsClie
         )
     if problems:
         findings.append(Finding(False, k, f"{file_system_id}: " + "; ".join(problems)))
-        return
+        return False
     findings.append(
         Finding(True, k, f"{file_system_id} is an available {FSX_DEPLOYMENT_TYPE} file system in {join_names(subnets)}")
     )
+    return True
+
+
+def _check_associations(fsx: FsxConfig, file_system_id: str, aws: AwsClient, findings: list[Finding]) -> None:
+    """No association of the file system, other than one being deleted, overlaps the directories the stack links."""
     repo = fsx.data_repository
     ours = [p for p in (repo.file_system_path, repo.export_path) if p is not None]
     try:
@@ -219,21 +232,7 @@ def _check_adopted(plan: Plan, fsx: FsxConfig, file_system_id: str, aws: AwsClie
         for a in associations
         if a.get("Lifecycle") not in ("DELETING",) and any(_nested(str(a.get("FileSystemPath", "")), p) for p in ours)
     ]
-    if clashes:
-        listing = ", ".join(
-            f"{a.get('AssociationId')} ({a.get('FileSystemPath')} -> {a.get('DataRepositoryPath')})" for a in clashes
-        )
-        first = clashes[0].get("AssociationId")
-        findings.append(
-            Finding(
-                False,
-                key("storage.fsx.dataRepository.fileSystemPath"),
-                f"{file_system_id} already links {listing}, which overlaps {join_names(ours)}: delete it first (aws "
-                f"fsx delete-data-repository-association --association-id {first} --no-delete-data-in-file-system) or "
-                "link other directories",
-            )
-        )
-    else:
+    if not clashes:
         findings.append(
             Finding(
                 True,
@@ -241,6 +240,20 @@ def _check_adopted(plan: Plan, fsx: FsxConfig, file_system_id: str, aws: AwsClie
                 f"{file_system_id} has {len(associations)} association(s), none on {join_names(ours)}",
             )
         )
+        return
+    listing = ", ".join(
+        f"{a.get('AssociationId')} ({a.get('FileSystemPath')} -> {a.get('DataRepositoryPath')})" for a in clashes
+    )
+    first = clashes[0].get("AssociationId")
+    findings.append(
+        Finding(
+            False,
+            key("storage.fsx.dataRepository.fileSystemPath"),
+            f"{file_system_id} already links {listing}, which overlaps {join_names(ours)}: delete it first (aws "
+            f"fsx delete-data-repository-association --association-id {first} --no-delete-data-in-file-system) or "
+            "link other directories",
+        )
+    )
 
 
 def _nested(a: str, b: str) -> bool:
