@@ -63,6 +63,9 @@ class DatasetStaging:
             dest.symlink_to(target, target_is_directory=True)
             self.say(f"dataset {name}: {given} (given)")
             return
+        if (earlier := self.given_earlier(name, dest)) is not None:
+            self.say(f"dataset {name}: {earlier} (given to an earlier run; --dataset {name}=PATH gives another)")
+            return
         if ds.imported:
             raise LocalRunError(
                 f"dataset {name} is imported by FSx from {ds.config.source}; give a local copy with "
@@ -94,6 +97,19 @@ class DatasetStaging:
                 log=exc.log,
             ) from exc
         self.say(f"dataset {name}: staged in {dest}")
+
+    def given_earlier(self, name: str, dest: Path) -> Optional[Path]:
+        """The folder an earlier run's ``--dataset NAME=PATH`` linked at ``dest``, still there, or None. Staging from
+        the source would write into it through the link; a link to a folder that is gone is removed."""
+        if not dest.is_symlink():
+            return None
+        target = dest.resolve()
+        if not target.is_dir():
+            dest.unlink()
+            return None
+        if target.parent == (self.work / "datasets").resolve():  # CIFAR-10's batches given as themselves
+            return (target / CIFAR10_FOLDER).resolve()
+        return target
 
     def dataset_target(self, name: str, given: Path, source: str) -> Path:
         """The folder ``--dataset NAME=PATH`` stands for, checked: CIFAR-10 (the default source) needs its python

@@ -529,6 +529,24 @@ def test_a_dataset_that_cannot_be_downloaded_points_to_the_dataset_flag(tmp_path
     assert given.returncode == 0, given.stderr  # the half-staged folder moved aside, the batch folder itself taken
     assert "the copy staged earlier is moved aside to" in given.stdout
     assert "look/0: ['cifar-10-batches-py']" in given.stdout
+    # Run again without --dataset, offline: the folder given before is used, and nothing is staged into it.
+    again = subprocess.run(
+        [sys.executable, "-m", "stacks.local", *args, "--fresh", "look"],
+        cwd=REPO,
+        env=offline,
+        capture_output=True,
+        text=True,
+        timeout=patient(120),
+    )
+    assert again.returncode == 0, again.stderr
+    assert (
+        f"dataset cifar10: {(digits / 'cifar-10-batches-py').resolve()} (given to an earlier run; "
+        "--dataset cifar10=PATH gives another)" in again.stdout
+    ), again.stdout
+    assert "look/0: ['cifar-10-batches-py']" in again.stdout and "staging" not in again.stdout
+    assert sorted(p.name for p in (digits / "cifar-10-batches-py").iterdir()) == sorted(
+        ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch", "batches.meta"]
+    )
 
 
 def test_configuration_errors_exit_2_before_anything_runs(tmp_path: Path) -> None:
