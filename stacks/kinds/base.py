@@ -330,6 +330,10 @@ class JobKind:
             return job.nodes
         return max(job.min_nodes, min(asked, job.max_nodes)) if self.elastic else asked
 
+    def local_pods_text(self, pods: int, nodes: int, procs_per_node: int) -> str:
+        """How the local runner's start line counts the processes that stand for the job's pods."""
+        return f"{pods} pod(s) as local processes"
+
     def local_processes(self, ctx: LocalContext) -> LocalProcesses:
         """The processes standing for the job's pods on this machine, from the functions its component uses."""
         raise NotImplementedError(f"{self.name}: local_processes")

@@ -85,6 +85,9 @@ class Mpi(JobKind):
         if shutil.which("mpirun") is None:
             raise machine.fail(f"job {job.name} is an MPI job: install Open MPI (mpirun) to run it locally")
 
+    def local_pods_text(self, pods: int, nodes: int, procs_per_node: int) -> str:
+        return f"its launcher pod as a local process, whose mpirun starts {nodes * procs_per_node} rank(s) here"
+
     def local_processes(self, ctx: LocalContext) -> LocalProcesses:
         """The launcher runs mpirun over a hostfile of this machine; the ranks are its children."""
         c = ctx.job.config

@@ -51,7 +51,7 @@ def _jobs_with_args(config: dict[str, Any], extra: Mapping[str, Sequence[str]], 
 @command
 def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) -> int:
     """Run the jobs; exit status 0 when every job completed, 1 when one failed, 2 on a configuration or usage error,
-    130 when interrupted."""
+    130 when interrupted (Ctrl-C), 143 when stopped (SIGTERM)."""
     args = _parser(prog).parse_args(argv)
 
     work = (args.work or Path(".local") / args.stack).resolve()
@@ -104,10 +104,9 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     except LocalRunError as exc:
         raise CommandError(f"error: {exc.report()}", EXIT_FAILED) from exc
     except KeyboardInterrupt:  # Ctrl-C: the runner stopped its jobs on the way out
-        raise CommandError(
-            "interrupted: the jobs were stopped; run the same command again to resume from their last checkpoints",
-            EXIT_INTERRUPTED,
-        ) from None
+        raise CommandError(f"interrupted: {STOPPED}", EXIT_INTERRUPTED) from None
+    except _Terminated:  # SIGTERM: the same way out
+        raise CommandError(f"stopped (SIGTERM): {STOPPED}", EXIT_TERMINATED) from None
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -126,7 +125,7 @@ def _parser(prog: Optional[str]) -> argparse.ArgumentParser:
         "progress while it runs and the results at the end. The work folder keeps its state between runs: a run "
         "that finished is not run again and an interrupted one resumes; other --args make a run of their own. Exit "
         "0: all jobs completed, 1: a job failed (the reason and its fix on one line), 2: configuration or usage error, "
-        "130: interrupted (Ctrl-C; the same command resumes).",
+        "130: interrupted (Ctrl-C), 143: stopped (SIGTERM); the same command resumes.",
     )
     add_stack_options(parser)
     parser.add_argument(
@@ -230,6 +229,14 @@ def _check_names(args: argparse.Namespace, plan: "Plan", extra: Mapping[str, Any
 
 #: A command ended by Ctrl-C (SIGINT), as a shell reports it.
 EXIT_INTERRUPTED = 128 + signal.SIGINT
+#: A command ended by SIGTERM.
+EXIT_TERMINATED = 128 + signal.SIGTERM
+#: What a stopped run's last line says, whichever signal stopped it.
+STOPPED = "the jobs were stopped; run the same command again to resume from their last checkpoints"
+
+
+class _Terminated(SystemExit):
+    """SIGTERM, raised in the main thread (exit status 143)."""
 
 
 def _stop_on_sigterm() -> Any:
@@ -240,6 +247,6 @@ def _stop_on_sigterm() -> Any:
 
     def stop(signum: int, _frame: Any) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop: a second SIGTERM must not cut the clean-up short
-        raise SystemExit(128 + signum)
+        raise _Terminated(128 + signum)
 
     return signal.signal(signal.SIGTERM, stop)

@@ -217,7 +217,8 @@ def _gave_up(events: list[dict[str, Any]], code: Optional[int], job: str) -> Opt
     return (
         f"the run gave up: {reason}",
         "fix the cause (earlier in the log, or in the log of the run before, <job>-<pod>.previous.log), then run "
-        f"it again with --fresh {job} (a new run; the failed run's folder is kept aside)",
+        f"it again: a change to the job's code folder or args makes a run of its own; otherwise add --fresh {job} "
+        "(a new run; the failed run's folder is kept aside)",
     )
 
 

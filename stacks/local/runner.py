@@ -227,9 +227,9 @@ class LocalRunner(DatasetStaging, LocalEtcd):
         pods = self.pods(job)
         output.mkdir(parents=True, exist_ok=True)
         self.record_run(job, output)
+        state = "finished before" if finished else "started"
         self.say(
-            f"job {job.name} ({job.kind}): {'finished before' if finished else 'started'}, {len(pods)} pod(s) as local "
-            f"processes, output {output}, logs "
+            f"job {job.name} ({job.kind}): {state}, {self.pods_text(job, pods)}, output {output}, logs "
             f"{', '.join(str(p.log) for p in pods)}"
         )
         started = time.monotonic()
@@ -298,6 +298,11 @@ class LocalRunner(DatasetStaging, LocalEtcd):
             "startedAt": _stamp(),
         }
         path.write_text(json.dumps(runs, indent=1) + "\n")
+
+    def pods_text(self, job: JobPlan, pods: Sequence[Pod]) -> str:
+        """What stands for the job's pods, as the start line says it (:meth:`JobKind.local_pods_text`)."""
+        nodes = KINDS[job.kind].local_nodes(job, self.nodes or None)
+        return KINDS[job.kind].local_pods_text(len(pods), nodes, job.procs_per_node)
 
     def pods(self, job: JobPlan) -> list[Pod]:
         """The processes standing for ``job``'s pods (not started): commands and environments from the functions

@@ -165,6 +165,15 @@ def test_a_kind_from_the_test_tree_validates_plans_registers_reports_and_runs(
     assert output.is_dir() and "job nap (sleep): started, 2 pod(s) as local processes" in runner.out.getvalue()
 
 
+def test_the_local_start_line_counts_what_stands_for_the_pods() -> None:
+    """Each local process is a pod, but an MPI job's one process is its launcher, whose mpirun starts every rank: the
+    start line says so, so a job of 2 nodes does not seem to run on 1."""
+    assert KINDS["pytorch"].local_pods_text(2, 2, 1) == "2 pod(s) as local processes"
+    assert KINDS["mpi"].local_pods_text(1, 2, 4) == (
+        "its launcher pod as a local process, whose mpirun starts 8 rank(s) here"
+    )
+
+
 def test_every_kind_is_known_to_the_components_and_the_in_cluster_programs() -> None:
     """A kind's Kubernetes object is a declared job object (components/workloads/job_objects.py), which the
     collector and Kueue's configuration read; ``training/kube_api.py``, the image's copy that ``wait_for_jobs.py``

@@ -45,7 +45,7 @@ def _gone(pid: int, within_s: float) -> bool:
 @pytest.mark.parametrize(
     "sig, said",
     [
-        (signal.SIGTERM, ""),
+        (signal.SIGTERM, "stopped (SIGTERM): the jobs were stopped; run the same command again to resume"),
         # Ctrl-C: the terminal's foreground group is the runner alone (the jobs run in sessions of their own)
         (signal.SIGINT, "interrupted: the jobs were stopped; run the same command again to resume"),
     ],

@@ -119,7 +119,7 @@ def test_a_log_is_followed_line_by_line(tmp_path: Path) -> None:
             '{"event": "run_failed", "component": "launch", "failed": {"reason": "3 attempts in a row failed"}}\n',
             3,
             "the run gave up: 3 attempts in a row failed",
-            "--fresh train (a new run",
+            "a change to the job's code folder or args makes a run of its own; otherwise add --fresh train (a new run",
         ),
         (
             '{"event": "command_exit", "component": "launch", "command_code": 0, "exit_code": 3, "outcome": '
