@@ -240,7 +240,9 @@ def label_value_ok(v: str) -> bool:
 
 
 def cidr_problem(value: str) -> Optional[str]:
-    """Why ``value`` is not an IPv4 network address, or ``None``."""
+    """Why ``value`` is not an IPv4 network address in CIDR notation, or ``None``."""
+    if "/" not in value:  # ipaddress reads a bare address as a /32; AWS's CIDR fields ask for the prefix
+        return f"{value!r} has no prefix length; write {value}/32 for one address, or a network such as 10.0.0.0/16"
     try:
         net = ipaddress.ip_network(value, strict=True)
     except ValueError as exc:

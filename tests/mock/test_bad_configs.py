@@ -295,6 +295,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:network.vpcCidr: '10.0.0.1/16' is not a valid CIDR"],
     ),
     (
+        "an API endpoint CIDR without its prefix",
+        setk("cluster", {"publicAccessCidrs": ["203.0.113.7"]}),
+        [
+            "eks-training:cluster.publicAccessCidrs[0]: '203.0.113.7' has no prefix length; write 203.0.113.7/32 for "
+            "one address"
+        ],
+    ),
+    (
         "overlapping subnets",
         setk(
             "network",
