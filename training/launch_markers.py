@@ -67,13 +67,16 @@ def record_done(output_dir: Path, command_code: int) -> dict[str, Any] | None:
     return record
 
 
-def failed_now(output_dir: Path) -> bool:
-    """Whether ``DIR/FAILED`` exists now: a cheap look while the command runs. An I/O error says no; the end reads
-    the marker again (:func:`read_failed`)."""
+def failed_now(output_dir: Path) -> bool | None:
+    """Whether ``DIR/FAILED`` exists now: a cheap look while the command runs; ``None`` when the volume did not say
+    (an I/O error). The end reads the marker again (:func:`read_failed`)."""
     try:
-        return (output_dir / FAILED_MARKER).exists()
-    except OSError:
+        os.stat(output_dir / FAILED_MARKER)
+    except FileNotFoundError:
         return False
+    except OSError:
+        return None
+    return True
 
 
 def read_failed(output_dir: Path) -> dict[str, Any] | None:

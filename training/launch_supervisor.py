@@ -85,7 +85,7 @@ class Supervisor:
                 return
             time.sleep(min(0.1, remaining))
 
-    def run(self, command: list[str], gave_up: Callable[[], bool] | None = None, grace_s: float = 0.0) -> int:
+    def run(self, command: list[str], gave_up: Callable[[], bool | None] | None = None, grace_s: float = 0.0) -> int:
         """Start ``command`` (own session), wait for it; return its exit code (128 + N for signal N). When ``gave_up``
         turns true while it runs (a rank wrote FAILED), the command has ``grace_s`` to end, then it is stopped as a
         pod's stop would stop it (:meth:`_wait`)."""
@@ -115,7 +115,7 @@ class Supervisor:
         reader.join(10.0)
         return 128 - code if code < 0 else code
 
-    def _wait(self, child: subprocess.Popen[bytes], gave_up: Callable[[], bool] | None, grace_s: float) -> int:
+    def _wait(self, child: subprocess.Popen[bytes], gave_up: Callable[[], bool | None] | None, grace_s: float) -> int:
         """Wait for the child. Once ``gave_up`` has been true for ``grace_s`` (and still is), stop it as the pod's
         stop would: SIGTERM, once, then SIGKILL when it outlasts the pod's grace period. The pod then ends with the
         run's failure, not after torchrun waited up to 300 s at its exit barrier for a node in the next round: on
@@ -141,10 +141,7 @@ class Supervisor:
                 log("run_gave_up", text="the run gave up (FAILED) and the command still runs: stopping it")
             elif sigterm_at is not None and now - sigterm_at >= _kill_after_s():
                 log("run_gave_up_kill", text="the command outlasted its grace period after the stop: killing it")
-                try:
-                    os.killpg(child.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                _kill_tree(child.pid)
                 return child.wait()
 
     def _send_once(self, child: subprocess.Popen[bytes], sig: int) -> bool:
@@ -182,6 +179,45 @@ class Supervisor:
                     log("goodput_line_error", error=repr(exc))
 
 
+def _kill_tree(pid: int) -> None:
+    """SIGKILL the command's process group and every process it started (torch's workers run in sessions of their
+    own): outside a pod, where PID 1's end takes nothing with it, none is left running."""
+    for p in [*_descendants(pid), pid]:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes ``pid`` started, and theirs, now, from /proc (none where there is no /proc)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    children: dict[int, list[int]] = {}
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode("utf-8", "replace")
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])  # after the name, which may hold spaces and ")"
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def _kill_after_s() -> float:
     """How long a command stopped because the run gave up has before SIGKILL: torchrun's wait for its workers
     (``TORCH_ELASTIC_SHUTDOWN_TIMEOUT``) and :data:`GAVE_UP_KILL_MARGIN_S`, the pod's grace period."""
@@ -196,7 +232,7 @@ class _GaveUpWatch:
     """Looks at ``gave_up`` every :data:`GAVE_UP_POLL_S` from a thread of its own: a look at the shared volume can
     block (a stalled NFS or Lustre mount), and the main thread must stay free to forward the pod's stop."""
 
-    def __init__(self, gave_up: Callable[[], bool]) -> None:
+    def __init__(self, gave_up: Callable[[], bool | None]) -> None:
         self._gave_up = gave_up
         self._since: float | None = None
         self._stopped = threading.Event()
@@ -204,10 +240,14 @@ class _GaveUpWatch:
 
     def _poll(self) -> None:
         while not self._stopped.is_set():
-            if self._gave_up():
-                if self._since is None:
-                    self._since = time.monotonic()
-            else:
+            try:
+                seen = self._gave_up()
+            except Exception as exc:  # a look that fails says nothing; the watch goes on
+                log("gave_up_look_error", error=repr(exc))
+                seen = None
+            if seen and self._since is None:
+                self._since = time.monotonic()
+            elif seen is False:
                 self._since = None  # removed (a user retrying by hand): the grace starts again if it comes back
             self._stopped.wait(GAVE_UP_POLL_S)
 
