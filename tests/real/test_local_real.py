@@ -606,8 +606,10 @@ def test_arguments_the_script_refuses_end_the_run_at_the_first_attempt(tmp_path:
     (out,) = (work / "shared" / "runs").glob("mine-*")
     assert json.loads((out / "FAILED").read_text())["failures"] == 1  # the first attempt, of a budget of four
     logs = [(work / "logs" / f"mine-{i}.log").read_text() for i in (0, 1)]
-    # each pod ran the script once (twice only if a membership change stopped an attempt), not four times
-    assert all(1 <= log.count("mine: starting") <= 2 for log in logs), logs
+    # the script ran once per pod at most (twice only if a membership change stopped an attempt), not four times; a
+    # pod whose worker started after the other's FAILED ran nothing (run_script ends at once on a run that gave up)
+    runs = [log.count("mine: starting") for log in logs]
+    assert all(n <= 2 for n in runs) and sum(runs) >= 1, logs
 
 
 @pytest.mark.parametrize("stagger_s", [0, 4], ids=["together", "one pod later"])
