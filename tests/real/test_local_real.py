@@ -632,10 +632,11 @@ def test_a_users_script_that_fails_at_once_gives_up_after_max_restarts(tmp_path:
     (out,) = (work / "shared" / "runs").glob("crash-*")
     assert json.loads((out / "FAILED").read_text())["failures"] == 2
     logs = [(work / "logs" / f"crash-{i}.log").read_text() for i in (0, 1)]
-    # each pod ran the script about twice (its own two quick failures), not a hundred times: once if the other pod's
-    # FAILED was there before its second attempt (that attempt ran nothing), three times only if a membership change
-    # stopped an attempt (a stopped attempt counts no failure)
-    assert all(1 <= log.count("crash: starting") <= 3 for log in logs), logs
+    # each pod ran the script about twice (its own two quick failures), not a hundred times: once, or not at all if
+    # it joined late, when the other pod's FAILED was there before its next attempt (that attempt ran nothing), three
+    # times only if a membership change stopped an attempt (a stopped attempt counts no failure)
+    runs = [log.count("crash: starting") for log in logs]
+    assert all(n <= 3 for n in runs) and sum(runs) >= 2, logs
     # the first pod to exit 3 ends the job (the Job's FailJob; here the runner stops the other pod, which may still be
     # at torchrun's exit barrier)
     outcomes = [e["outcome"] for log in logs for e in ts.json_events(log) if e.get("event") == "command_exit"]
