@@ -302,7 +302,7 @@ class LocalRunner(DatasetStaging, LocalEtcd):
     def pods_text(self, job: JobPlan, pods: Sequence[Pod]) -> str:
         """What stands for the job's pods, as the start line says it (:meth:`JobKind.local_pods_text`)."""
         nodes = KINDS[job.kind].local_nodes(job, self.nodes or None)
-        return KINDS[job.kind].local_pods_text(len(pods), nodes, job.procs_per_node)
+        return KINDS[job.kind].local_pods_text(len(pods), nodes, self.placement(job, nodes)["procs_per_node"])
 
     def pods(self, job: JobPlan) -> list[Pod]:
         """The processes standing for ``job``'s pods (not started): commands and environments from the functions

@@ -174,6 +174,19 @@ def test_the_local_start_line_counts_what_stands_for_the_pods() -> None:
     )
 
 
+def test_an_mpi_jobs_local_start_line_counts_the_ranks_mpirun_starts_here(tmp_path: Path) -> None:
+    """The ranks of the local run, one per node (the processes the runner places on this machine's CPUs), not the
+    GPUs of the group's instance type (g6.48xlarge: 8 a node)."""
+    plan = build_plan(load_config(PROJECT, "mpi-horovod", stack_config("mpi-horovod")))
+    nccl = plan.jobs["nccl"]
+    assert (nccl.nodes, nccl.procs_per_node) == (2, 8)
+    runner = LocalRunner(plan=plan, work=tmp_path, repo=REPO, out=io.StringIO(), progress=False)
+    assert runner.placement(nccl, 2)["procs_per_node"] == 1
+    assert runner.pods_text(nccl, [object()]) == (  # type: ignore[list-item]
+        "its launcher pod as a local process, whose mpirun starts 2 rank(s) here"
+    )
+
+
 def test_every_kind_is_known_to_the_components_and_the_in_cluster_programs() -> None:
     """A kind's Kubernetes object is a declared job object (components/workloads/job_objects.py), which the
     collector and Kueue's configuration read; ``training/kube_api.py``, the image's copy that ``wait_for_jobs.py``
