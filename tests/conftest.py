@@ -14,7 +14,7 @@ locks in a folder the controller makes: every test holds the "room" shared, a te
 exclusively; a "gate" taken before the room keeps new tests out while an ``alone`` test waits for the room
 to empty (else the other workers' back-to-back tests could keep it waiting to the end).
 
-What keeps the fast tiers fast (under a minute on 2 cores), none of which changes what a test checks:
+What keeps the fast tiers fast (their time: docs/contributing/testing.md), none of which changes what a test checks:
 
 - a tier's folder that ``-m`` cannot select is not collected at all (its modules, and their imports, torch among them,
   are not even imported): :func:`pytest_ignore_collect`;
