@@ -48,7 +48,8 @@ class GroupChange:
     path: str
     action: str
     """``roll`` (EKS replaces the nodes one at a time), ``replace`` (a new group, then the old one deleted),
-    ``update`` (its labels or taints, on its nodes in place), ``add`` (a group the stack file gains) or ``delete``."""
+    ``update`` (its labels or taints, on its nodes in place), ``shrink`` (a smaller size, nodes terminated at once),
+    ``add`` (a group the stack file gains) or ``delete``."""
     reasons: tuple[str, ...]
     nodes: int
     """Its nodes now (:func:`running_nodes`; a new group's desired size)."""
@@ -316,12 +317,54 @@ def group_change(
     if replace_why:
         return _replaced_group(old_plan, new_plan, was, g, replace_why, replaced), []
     sizes = _size_notes(old_plan, new_plan, was, g)
+    shrink = _shrinking(old_plan, new_plan, was, g)
     why = _rolling(old_plan, new_plan, was, g, recorded)
     if not why:
         change, notes = _updated_group(old_plan, was, g)
-        return change, sizes + notes
+        if shrink is None:
+            return change, sizes + notes
+        if change is None:
+            return _shrunk_group(old_plan, new_plan, was, g, shrink), sizes + notes
+        return change, sizes + notes + [f"{g.path}: {shrink}; its jobs' pods there end, whatever their budget"]
     change = _rolled_group(old_plan, new_plan, was, g, why, recorded, budgets_late)
-    return change, sizes + _roll_notes(old_plan, new_plan, was, g, change, recorded)
+    notes = _roll_notes(old_plan, new_plan, was, g, change, recorded)
+    if shrink is not None:
+        notes.append(f"{g.path}: {shrink}, besides its roll; its jobs' pods there end, whatever their budget")
+    return change, sizes + notes
+
+
+def _shrinking(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan) -> Optional[str]:
+    """Why EKS terminates some of a kept group's nodes at once (source key ``eks-scaling-config``: a desired size below
+    the nodes running, PodDisruptionBudgets or not): a fixed size made smaller, or the autoscaler's size given up
+    for a fixed one below the group's old ``maxSize``. ``None`` when no node goes so."""
+    if g.capacity_type == "CAPACITY_BLOCK" or autoscales(new_plan, g):
+        return None  # the autoscaler or the block keeps owning the desired size (pulumi up leaves it alone)
+    if not autoscales(old_plan, was):
+        if g.desired_size >= was.desired_size:
+            return None
+        return (
+            f"desiredSize {was.desired_size} -> {g.desired_size}: EKS terminates "
+            f"{was.desired_size - g.desired_size} of its {was.desired_size} nodes at once"
+        )
+    if g.desired_size >= was.max_size:
+        return None
+    return (
+        f"the autoscaler no longer sets its size, and desiredSize is {g.desired_size}: if it runs more nodes (up to "
+        f"{was.max_size}), EKS terminates the others at once"
+    )
+
+
+def _shrunk_group(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan, why: str) -> GroupChange:
+    """A kept group that only gets smaller (:func:`_shrinking`): its jobs may lose pods, whatever their budget."""
+    return GroupChange(
+        path=g.path,
+        action="shrink",
+        reasons=(why,),
+        nodes=running_nodes(old_plan, was),
+        strategy="shrink",
+        jobs=job_stops(old_plan, new_plan, g.name, "shrink"),
+        up_to=autoscales(old_plan, was),
+    )
 
 
 def _replaced_group(

@@ -23,7 +23,7 @@ class JobStop:
     strategy: str
     """The ``updateStrategy`` the roll runs under: the new configuration's, or the old one's beside a system group
     update, after which the budgets change (:func:`~stacks.plan.upgrade.compare`); ``rolling`` or ``whenIdle``;
-    ``delete`` for a group that goes."""
+    ``delete`` for a group that goes; ``shrink`` for a group made smaller (nodes terminated at once)."""
     keeps: int
     """Of its pods, how many its PodDisruptionBudget keeps through the roll."""
     surge: bool = True
@@ -61,16 +61,24 @@ class JobStop:
     @property
     def what(self) -> str:
         """What the roll does to it, in words."""
+        where = "if it runs on a node EKS terminates, " if self.strategy == "shrink" else ""
         if self.rendezvous:
             return (
-                "its rendezvous, etcd, moves to a new system node: all its pods stop with the stop checkpoint and "
-                "start again (exit 69, which uses no retry), resuming from it"
+                f"{where}its rendezvous, etcd, moves to a new system node: all its pods stop with the stop checkpoint "
+                "and start again (exit 69, which uses no retry), resuming from it"
             )
         if self.launcher:
             return (
-                "its launcher (mpirun) is stopped once: a new launcher runs the program again from its start (unless "
-                "it resumes itself), using one of its maxRestarts" + self._past_limit()
+                f"{where}its launcher (mpirun) is stopped once: a new launcher runs the program again from its start "
+                "(unless it resumes itself), using one of its maxRestarts" + self._past_limit()
             )
+        if self.strategy == "shrink":
+            # EKS ignores PodDisruptionBudgets when it lowers the desired size (source key ``eks-scaling-config``)
+            stop = (
+                f"its pods on the nodes EKS terminates stop (SIGTERM and their grace period), none kept by its "
+                f"PodDisruptionBudget; the configuration cannot tell which of its {self.pods} pod(s) run there"
+            )
+            return f"{stop}; {self.effect}" if self.effect else stop
         if self.strategy == "whenIdle":
             # EKS marks the old nodes unschedulable before it drains one (source key ``eks-managed-node-update``)
             return (
@@ -134,7 +142,7 @@ def job_stops(
     for name, job in old_plan.jobs.items():
         kind = KINDS[job.kind]
         limit = kind.failure_limit(job.config.max_restarts, job.nodes)
-        system_roll = group == old_plan.system.name != job.group.name and strategy == "rolling"
+        system_roll = group == old_plan.system.name != job.group.name and strategy in ("rolling", "shrink")
         if system_roll and kind.launcher_on_system_group:
             out.append(JobStop(name, group, 1, strategy, keeps=0, surge=surge, failures=1, limit=limit, launcher=True))
         if system_roll and kind.needs_etcd(job.config):  # etcd runs as one pod there (EtcdRendezvous)
@@ -147,8 +155,8 @@ def job_stops(
             kind_of = kind.job_object.kind
             out.append(JobStop(name, group, job.nodes, strategy, 0, replaced=kind_of, moves_to=now.group.path))
             continue
-        keeps = job.min_available
-        if not old_budgets and now is not None and now.group.name == group:
+        keeps = 0 if strategy == "shrink" else job.min_available
+        if strategy != "shrink" and not old_budgets and now is not None and now.group.name == group:
             keeps = now.min_available
         block = job.group.capacity_type == "CAPACITY_BLOCK"
         topology = strategy == "rolling" and group_network(old_plan, job.group) is not None

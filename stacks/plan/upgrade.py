@@ -318,13 +318,13 @@ def _storage_class_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
 
 def _team_notes(new_plan: Plan, groups: list[GroupChange]) -> list[str]:
     """A cluster stack with teams: their jobs-only stacks run jobs on its groups, which this summary cannot list."""
-    stopping = [g.path for g in groups if g.action in ("roll", "replace", "delete")]
+    stopping = [g.path for g in groups if g.action in ("roll", "replace", "shrink", "delete")]
     if not new_plan.config.teams or not stopping:
         return []
     return [
         f"the teams' jobs-only stacks ({', '.join(new_plan.config.teams)}) may run jobs on {', '.join(stopping)}: "
-        "this summary lists only this stack file's jobs, and theirs stop as their kinds do when a group rolls or "
-        "goes. `kubectl get jobs,mpijobs -A` lists them; let them finish first"
+        "this summary lists only this stack file's jobs, and theirs stop as their kinds do when a group rolls, "
+        "shrinks or goes. `kubectl get jobs,mpijobs -A` lists them; let them finish first"
     ]
 
 

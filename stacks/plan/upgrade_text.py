@@ -213,6 +213,7 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
             "replace": "is replaced (a new group, then the old one deleted)",
             "add": "is created",
             "update": "is updated in place, no roll",
+            "shrink": "gets smaller, no roll",
             "delete": "goes",
         }
         lines.append(f"  {g['key']} {'may roll' if g.get('maybe') else verb[g['action']]}: {'; '.join(g['reasons'])}")

@@ -2229,3 +2229,54 @@ def test_a_removed_team_is_noted_with_what_goes_with_its_namespace() -> None:
     (note,) = [n for n in compare(old, new).notes if n.startswith(f"team {gone} removed")]
     assert "then its namespace team-nlp with everything in it" in note and "Destroy that stack first" in note, note
     assert not [n for n in compare(old, old).notes if " removed: its namespace" in n]
+
+
+def test_a_fixed_group_made_smaller_names_the_jobs_whose_pods_may_stop() -> None:
+    """EKS terminates the nodes above a lower desired size at once, PodDisruptionBudgets or not (source key
+    ``eks-scaling-config``): dev without the autoscaler, its 2-node group made 1, names its job, as a roll would; so
+    does its system group made smaller (etcd may run there); a larger size names nothing."""
+    off = {P + "autoscaler": {"enabled": False}}
+    old = {**preset("dev"), **off}
+    old[P + "nodeGroups"]["cpu"].update(desiredSize=2)
+    smaller = copy.deepcopy(old)
+    smaller[P + "nodeGroups"]["cpu"].update(desiredSize=1)
+    u = compare(plan_of("dev", old), plan_of("dev", smaller))
+    (change,) = u.groups
+    assert (change.action, change.nodes, change.reasons, change.up_to) == (
+        "shrink",
+        2,
+        ("desiredSize 2 -> 1: EKS terminates 1 of its 2 nodes at once",),
+        False,
+    )
+    (train,) = change.jobs
+    assert (train.name, train.keeps) == ("train", 0) and "none kept by its PodDisruptionBudget" in train.what
+    text = render_upgrade(upgrade_report(u))
+    assert "nodeGroups.cpu gets smaller, no roll: desiredSize 2 -> 1: EKS terminates 1 of its 2 nodes" in text, text
+    assert "    job train: its pods on the nodes EKS terminates stop" in text, text
+    # the system group: etcd, the job's rendezvous, may run on the node that goes
+    system = copy.deepcopy(old)
+    system[P + "systemNodeGroup"].update(minSize=1, desiredSize=1, maxSize=1)
+    old[P + "systemNodeGroup"].update(minSize=1, desiredSize=2, maxSize=2)
+    (change,) = compare(plan_of("dev", old), plan_of("dev", system)).groups
+    assert change.action == "shrink" and [(j.name, j.rendezvous) for j in change.jobs] == [
+        ("train", True),  # train runs on cpu, its etcd here
+        ("evaluate", False),  # evaluate runs on the system group itself
+    ]
+    assert change.jobs[0].what.startswith("if it runs on a node EKS terminates, its rendezvous, etcd, moves")
+    larger = copy.deepcopy(old)
+    larger[P + "nodeGroups"]["cpu"].update(desiredSize=3, maxSize=3)
+    assert compare(plan_of("dev", old), plan_of("dev", larger)).groups == ()
+
+
+def test_a_group_the_autoscaler_gives_up_below_its_old_max_size_may_shrink() -> None:
+    """dev's autoscaled group (0-2) given a fixed size of 1: the autoscaler may have run 2 nodes, and EKS terminates
+    the one above the new desired size at once."""
+    old = preset("dev")
+    fixed = copy.deepcopy(old)
+    fixed[P + "nodeGroups"]["cpu"].update(minSize=1, desiredSize=1, maxSize=1)
+    (change,) = compare(plan_of("dev", old), plan_of("dev", fixed)).groups
+    assert change.action == "shrink" and change.up_to and change.jobs
+    assert change.reasons[0].startswith("the autoscaler no longer sets its size, and desiredSize is 1: if it runs")
+    kept = copy.deepcopy(old)
+    kept[P + "nodeGroups"]["cpu"].update(minSize=2, desiredSize=2, maxSize=2)
+    assert compare(plan_of("dev", old), plan_of("dev", kept)).groups == ()
