@@ -17,7 +17,7 @@ from stacks.plan import build_plan
 from stacks.plan.admission import topology_region_problems
 from stacks.plan.unread import unread_entries
 from stacks.preflight import check
-from stacks.preflight.cluster import running_cluster
+from stacks.preflight.cluster import eks_defaults, running_cluster
 from stacks.stackfile import stray_top_level_keys
 from stacks.workloads import build_workloads
 
@@ -39,9 +39,13 @@ else:
     refuse_new_region(plan, last)  # ConfigError before AWS is asked anything in the new region: nothing registered
     # (minor, status) of the cluster if it runs, and why EKS could not be asked
     running, unread = running_cluster(plan) if config.preflight.enabled else (None, PREFLIGHT_OFF)
+    # (the version it runs, EKS's default now) of each add-on left to EKS's default, which this update moves to
+    addons, unasked = eks_defaults(plan) if running is not None else (None, None)
+    if unasked is not None:
+        pulumi.log.warn(f"could not read the cluster's add-ons ({unasked}): a default EKS raised is not shown")
     available = available_zones() if config.network is not None else None
     # what this update rolls since the last; ConfigError (a skipped minor, another VPC or zones): nothing registered
-    previous = announce_upgrade(plan, last, running[0] if running else None, unread, region_zones(available))
+    previous = announce_upgrade(plan, last, running[0] if running else None, unread, region_zones(available), addons)
     zones = resolve_zones(config, available) if available is not None else None
     if config.preflight.enabled:
         # raises PreflightError (quota, zone, reservation, EFA): nothing registered; the vCPU quotas count the last

@@ -242,6 +242,7 @@ def upgrade_summary(
     zones: Optional[list[str]] = None,
     folders: Optional[Mapping[str, str]] = None,
     versions: Optional[Mapping[str, object]] = None,
+    eks_defaults: Optional[Mapping[str, tuple[str, str]]] = None,
 ) -> tuple[Optional[str], Optional[Plan]]:
     """What moving from ``previous`` (the last update's configuration) to ``plan`` does, as
     :func:`stacks.plan.upgrade_text.render_upgrade` writes it (``None`` when nothing rolls, no version moves and no job
@@ -250,8 +251,9 @@ def upgrade_summary(
     preflight read it: newer than the record's, it moved since (:func:`ahead_of_record`); ``unread``: why it
     was not read (:func:`unread_hint`); ``region``: the region's zones; ``zones``: those the last update's VPC was
     made in (:func:`deployed_zones`); ``folders``: the jobs' output folders it exported (:func:`deployed_folders`);
-    ``versions``: what it installed (:data:`VERSIONS_OUTPUT`). A new region is refused before
-    (:func:`refuse_new_region`)."""
+    ``versions``: what it installed (:data:`VERSIONS_OUTPUT`); ``eks_defaults``: the add-ons the cluster runs beside
+    EKS's default now, where preflight read them (:func:`stacks.preflight.cluster.eks_defaults`). A new region is
+    refused before (:func:`refuse_new_region`)."""
     config = plan.config
     deployed = recorded_minor(previous)
     ahead = ahead_of_record(deployed, running)
@@ -284,6 +286,7 @@ def upgrade_summary(
         deployed_zones=zones,
         deployed_dirs=folders,
         deployed_versions=versions if isinstance(versions, Mapping) else None,
+        eks_defaults=eks_defaults,
     )
     changes = upgrade.groups or upgrade.addons or upgrade.data or upgrade.runs
     # what this version of the project moves at the recorded configuration (the stack file's own moves are above)
@@ -367,12 +370,14 @@ def announce_upgrade(
     running: Optional[str] = None,
     unread: Optional[str] = None,
     region: Optional[RegionZones] = None,
+    eks_defaults: Optional[Mapping[str, tuple[str, str]]] = None,
 ) -> Optional[Plan]:
     """Print :func:`upgrade_summary` against the stack's ``last`` update as a warning, before anything is registered,
     and return the plan of the configuration it recorded (``None`` where there is none, or it does not load), which
     preflight reads; a broken upgrade rule raises :class:`ConfigError`. ``running`` is the minor the cluster runs,
     where preflight read it (:func:`ahead_of_record`); ``unread``: why it was not read (:data:`PREFLIGHT_OFF`, or EKS's
-    error); ``region``: the region's zones (:func:`upgrade_summary`)."""
+    error); ``region``: the region's zones; ``eks_defaults``: the add-ons the cluster runs beside EKS's default now
+    (:func:`upgrade_summary`)."""
     refuse_new_region(plan, last)
     outputs, previous = last.outputs, last.previous
     if last.unreadable is not None:
@@ -416,7 +421,15 @@ def announce_upgrade(
             )
     zones = deployed_zones(outputs, plan.config.cluster_name)
     summary, old = upgrade_summary(
-        plan, previous, running, unread, region, zones, deployed_folders(outputs), outputs.get(VERSIONS_OUTPUT)
+        plan,
+        previous,
+        running,
+        unread,
+        region,
+        zones,
+        deployed_folders(outputs),
+        outputs.get(VERSIONS_OUTPUT),
+        eks_defaults,
     )
     if summary is not None:
         pulumi.log.warn(summary)

@@ -18,7 +18,9 @@ Two kinds of server, both real HTTP servers that boto3 reaches through ``AWS_END
   - ec2 ``DescribeCapacityReservations`` (absent: HTTP 500; moto has no capacity reservations,
     Capacity Blocks included, and no API to create them).
   - eks ``DescribeAddonVersions`` (``GET /addons/supported-versions``; moto has no EKS add-ons): the
-    route is added to moto's EKS URL map and answers from seeded add-on versions.
+    route is added to moto's EKS URL map and answers from seeded add-on versions; ``DescribeAddon``
+    (``GET /clusters/<name>/addons/<addonName>``) the same way, from add-ons seeded as installed on a cluster
+    (``ResourceNotFoundException`` for another, as EKS answers).
   - service-quotas for the ``fsx`` service code (the Lustre storage quota) through the same two
     operations as the ``ec2`` codes.
   - fsx ``DescribeDataRepositoryAssociations`` (moto 5.2.5 has file systems but no data repository
@@ -60,6 +62,7 @@ _QUOTAS_APPLIED = "_preflight_applied_quotas"
 _QUOTAS_DEFAULT = "_preflight_default_quotas"
 _RESERVATIONS = "_preflight_capacity_reservations"
 _ADDON_VERSIONS = "_preflight_addon_versions"
+_INSTALLED_ADDONS = "_preflight_installed_addons"
 _DRAS = "_preflight_data_repository_associations"
 #: Service names Service Quotas reports for the service codes the preflight reads.
 _SERVICE_NAMES = {
@@ -148,6 +151,26 @@ def _describe_addon_versions(self: Any) -> Any:
     return ActionResult({"addons": addons})
 
 
+def _describe_addon(self: Any) -> Any:
+    from moto.core.responses import ActionResult
+    from moto.eks.exceptions import ResourceNotFoundException
+
+    cluster, addon = self._get_param("name"), self._get_param("addonName")
+    store: dict[tuple[str, str], str] = getattr(self.eks_backend, _INSTALLED_ADDONS, {})
+    if (cluster, addon) not in store:
+        raise ResourceNotFoundException(
+            clusterName=cluster,
+            nodegroupName=None,
+            fargateProfileName=None,
+            addonName=addon,
+            message=f"No addon: {addon} found in cluster: {cluster}",
+        )
+    version = store[cluster, addon]
+    return ActionResult(
+        {"addon": {"addonName": addon, "clusterName": cluster, "status": "ACTIVE", "addonVersion": version}}
+    )
+
+
 def _describe_data_repository_associations(self: Any) -> str:
     params = json.loads(self.body or "{}")
     store: list[dict[str, Any]] = getattr(self.fsx_backend, _DRAS, [])
@@ -182,6 +205,10 @@ class SeededMoto:
 
         self._mp.setattr(EKSResponse, "describe_addon_versions", _describe_addon_versions, raising=False)
         self._mp.setitem(eks_urls.url_paths, "{0}/addons/supported-versions$", eks_urls.response.dispatch)
+        self._mp.setattr(EKSResponse, "describe_addon", _describe_addon, raising=False)
+        self._mp.setitem(
+            eks_urls.url_paths, "{0}/clusters/(?P<name>[^/]+)/addons/(?P<addonName>[^/]+)$", eks_urls.response.dispatch
+        )
         self._mp.setattr(
             ServiceQuotasResponse, "get_service_quota", _get_service_quota(ServiceQuotasResponse.get_service_quota)
         )
@@ -294,6 +321,10 @@ class SeededMoto:
             }
             for version, clusters in versions.items()
         ]
+
+    def seed_installed_addon(self, cluster: str, addon: str, version: str) -> None:
+        """An EKS add-on ``cluster`` runs at ``version`` (what ``DescribeAddon`` answers)."""
+        self._backend("eks").__dict__.setdefault(_INSTALLED_ADDONS, {})[cluster, addon] = version
 
     def seed_data_repository_association(
         self, file_system_id: str, file_system_path: str, data_repository_path: str, *, lifecycle: str = "AVAILABLE"

@@ -94,6 +94,7 @@ def compare(
     deployed_dirs: Optional[Mapping[str, str]] = None,
     deployed_versions: Optional[Mapping[str, object]] = None,
     from_file: bool = False,
+    eks_defaults: Optional[Mapping[str, tuple[str, str]]] = None,
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
     the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`,
@@ -102,7 +103,9 @@ def compare(
     (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where recorded; ``deployed_dirs``: the
     jobs' output folders the last update exported, where recorded; ``deployed_versions``: what it recorded it
     installed, the add-ons' versions, the launch templates' digests, the groups' AMI releases and the Kueue flavors
-    among them); ``from_file``: ``old_label`` names a stack file (``plan --from``), not the last update."""
+    among them); ``from_file``: ``old_label`` names a stack file (``plan --from``), not the last update;
+    ``eks_defaults``: the version the cluster runs and EKS's default now of each add-on the new configuration leaves
+    to EKS's default, where ``pulumi up`` read them (:func:`stacks.preflight.cluster.eks_defaults`)."""
     _refuse_breaking_moves(
         old_plan,
         new_plan,
@@ -116,7 +119,7 @@ def compare(
     runs = run_changes(old_plan, new_plan, deployed_dirs, deployed_versions)
     replaced = frozenset(r.name for r in runs if r.action not in ("added", "removed"))
     groups, notes = _kept_group_changes(old_plan, new_plan, deployed_versions, replaced, from_file)
-    addons = _addon_changes(old_plan, new_plan, deployed_versions)
+    addons = _addon_changes(old_plan, new_plan, deployed_versions, eks_defaults)
     new_minor = new_plan.config.cluster.kubernetes_version
     old_groups = {g.name: g for g in old_plan.all_groups}
     new_names = {g.name for g in new_plan.all_groups}
@@ -130,6 +133,7 @@ def compare(
     notes += deadline_notes(old_plan, new_plan, runs)
     notes += unrecorded_notes(new_plan, runs, deployed_versions)
     notes += _default_addon_notes(addons, new_minor)
+    notes += _raised_default_notes(old_plan, new_plan, addons, eks_defaults)
     notes += network_notes(old_plan, new_plan) if region is None else []
     if new_plan.config.cluster.stack_reference is None:  # the cluster stack's own settings
         notes += _service_range_notes(old_plan, new_plan)
@@ -384,6 +388,25 @@ def _default_addon_notes(addons: tuple[AddonChange, ...], minor: str) -> list[st
     ]
 
 
+def _raised_default_notes(
+    old_plan: Plan,
+    new_plan: Plan,
+    addons: tuple[AddonChange, ...],
+    eks_defaults: Optional[Mapping[str, tuple[str, str]]],
+) -> list[str]:
+    """An add-on left to EKS's default at the same minor that still moves: EKS raised its default since the add-on
+    was installed (``aws.eks.get_addon_version`` reads it at every `pulumi up`)."""
+    minor = new_plan.config.cluster.kubernetes_version
+    if not eks_defaults or old_plan.config.cluster.kubernetes_version != minor:
+        return []
+    return [
+        f"{a.name}: EKS raised its default for {minor} to {a.new} since {a.old} was installed, so this update moves "
+        f"it. To keep {a.old}, set {key('cluster.addonVersions.' + a.name)} to it"
+        for a in addons
+        if a.name in eks_defaults and a.new is not None and a.old is not None
+    ]
+
+
 def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
     """The changes that replace the cluster or give the jobs other shared data than they had, each as a line that
     names its key. A jobs-only stack has neither of its own."""
@@ -457,20 +480,31 @@ def _fsx_replaced(old_plan: Plan, new_plan: Plan) -> list[str]:
 
 
 def _addon_changes(
-    old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None
+    old_plan: Plan,
+    new_plan: Plan,
+    recorded: Optional[Mapping[str, object]] = None,
+    eks_defaults: Optional[Mapping[str, tuple[str, str]]] = None,
 ) -> tuple[AddonChange, ...]:
     """The EKS add-ons the stack installs before and after whose version the change moves (an add-on at EKS's default
-    moves with the minor), and the cluster autoscaler's chart and image where its minor's release differs. Each starts
-    from the version installed (:func:`deployed_version`), and one the record already holds at the new version is left
-    out."""
+    moves with the minor, and with EKS's default where ``eks_defaults`` holds what the cluster runs and that default),
+    and the cluster autoscaler's chart and image where its minor's release differs. Each starts from the version
+    installed (:func:`deployed_version`), and one the record already holds at the new version is left out."""
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
+    live = eks_defaults or {}
     moves: list[tuple[str, Optional[str], Optional[str]]] = []
     for addon in (x for x in new_plan.addons if x in old_plan.addons):
         before = addon_version_for(addon, a, old_plan.config.cluster.addon_versions)
         after = addon_version_for(addon, b, new_plan.config.cluster.addon_versions)
-        if before != after or (a != b and after is None):
+        if after is None and addon in live:  # what the cluster runs, and the default EKS installs now
+            runs, default = live[addon]
+            if runs != default:
+                moves.append((addon, runs, default))
+        elif before != after or (a != b and after is None):
             moves.append((addon, before, after))
     if new_plan.autoscale and a != b and autoscaler_version(a) != autoscaler_version(b):
         moves.append(("cluster-autoscaler", autoscaler_version(a), autoscaler_version(b)))
-    changes = (AddonChange(n, deployed_version(n, before, recorded), after) for n, before, after in moves)
+    changes = (
+        AddonChange(n, before if n in live else deployed_version(n, before, recorded), after)
+        for n, before, after in moves
+    )
     return tuple(c for c in changes if c.old != c.new or c.new is None)

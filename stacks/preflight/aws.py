@@ -227,6 +227,18 @@ class AwsClient:
                 versions[n] = str(group["version"])
         return versions
 
+    def installed_addon(self, cluster: str, addon: str) -> Optional[str]:
+        """The version of ``addon`` the EKS cluster ``cluster`` runs (``DescribeAddon``), or ``None`` when it has none
+        installed (ResourceNotFoundException)."""
+        try:
+            resp = self._call(self.eks, "describe_addon", clusterName=cluster, addonName=addon)
+        except AwsCallError as exc:
+            if exc.code != "ResourceNotFoundException":
+                raise
+            return None
+        version = resp.get("addon", {}).get("addonVersion")
+        return str(version) if version else None
+
     def addon_versions(self, addon: str, kubernetes_version: str) -> list[tuple[str, bool]]:
         """(version, is EKS's default) of every version of an EKS add-on offered for ``kubernetes_version``."""
         found: list[tuple[str, bool]] = []

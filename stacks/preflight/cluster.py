@@ -4,12 +4,14 @@ An earlier ``pulumi up`` that failed may have moved it (a failed update keeps th
 itself (at the end of standard or extended support), or someone may upgrade it outside Pulumi; the stack's record of
 its last update sees none of them, nor a node group that did not roll (a Capacity Block group keeps its version while
 a block is active, a roll can fail). The rules are the upgrade rules of ``pulumi up`` (:mod:`stacks.plan.minors`): one
-minor up at a time, never down, and only while every managed node group runs the cluster's minor."""
+minor up at a time, never down, and only while every managed node group runs the cluster's minor. Also read before
+the upgrade summary: the version of each add-on the cluster runs beside EKS's default now (:func:`eks_defaults`)."""
 
 from typing import Optional
 
 import boto3
 
+from components.catalog.addons import addon_version_for
 from components.catalog.platform import MINOR_STEP, minor_number
 from stacks.plan import Plan
 from stacks.plan.minors import VERSION_KEY, minor_step
@@ -32,6 +34,28 @@ def running_cluster(
         return aws.cluster_version(plan.config.cluster_name), None
     except Exception as exc:  # noqa: BLE001 - e.g. a missing profile, a malformed AWS_ENDPOINT_URL (ValueError)
         return None, f"{type(exc).__name__}: {exc}"
+
+
+def eks_defaults(
+    plan: Plan, session: Optional[boto3.session.Session] = None
+) -> tuple[dict[str, tuple[str, str]], Optional[str]]:
+    """({add-on: (the version the cluster runs, EKS's default for the stack's minor)} for each add-on the stack leaves
+    to EKS's default and the cluster runs; why EKS could not be asked, ``None`` when it answered). EKS may raise its
+    default at any time, and the next ``pulumi up`` then moves the add-on: the upgrade summary names the move. Advice,
+    as :func:`running_cluster`: no error stops the program here."""
+    cluster = plan.config.cluster
+    left = [a for a in plan.addons if addon_version_for(a, cluster.kubernetes_version, cluster.addon_versions) is None]
+    found: dict[str, tuple[str, str]] = {}
+    try:
+        aws = AwsClient(session or stack_session(plan), plan.config.region)
+        for addon in left:
+            runs = aws.installed_addon(plan.config.cluster_name, addon)
+            default = next((v for v, d in aws.addon_versions(addon, cluster.kubernetes_version) if d), None)
+            if runs is not None and default is not None:
+                found[addon] = (runs, default)
+    except Exception as exc:  # noqa: BLE001 - advice only, as running_cluster
+        return found, f"{type(exc).__name__}: {exc}"
+    return found, None
 
 
 def check_running_cluster(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:

@@ -520,6 +520,7 @@ def cluster_runs(monkeypatch):
 
     def runs(minor: str) -> dict[str, Any]:
         monkeypatch.setattr(preflight_cluster, "running_cluster", lambda plan, session=None: ((minor, "ACTIVE"), None))
+        monkeypatch.setattr(preflight_cluster, "eks_defaults", lambda plan, session=None: ({}, None))
         monkeypatch.setattr(preflight, "check", lambda plan, zones, session=None, previous=None: [])
         return {**pinned(), P + "preflight": {"enabled": True}}
 
@@ -658,3 +659,38 @@ def test_each_jobs_exported_folder_is_the_one_the_plan_names(program_for, stack:
     exported = last_update.deployed_folders(program.outputs)
     assert exported is not None and set(exported) == set(plan.jobs), stack
     assert exported == {name: job.output_dir for name, job in plan.jobs.items()}
+
+
+def test_a_default_eks_raised_since_the_last_update_is_named_before_anything_changes(
+    last_outputs, cluster_runs, monkeypatch
+) -> None:
+    """The same stack file as the last update, and coredns left to EKS's default: the program reads what the cluster
+    runs and EKS's default now (``stacks.preflight.cluster.eks_defaults``, DescribeAddon and DescribeAddonVersions)
+    and, where EKS raised it, says the move before anything changes. Where EKS could not be asked, it says the move
+    is not shown."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed()
+    config = cluster_runs(NOW)
+    asked: list[str] = []
+
+    def raised(plan: Any, session: Any = None) -> tuple[dict[str, tuple[str, str]], None]:
+        asked.append(plan.config.cluster_name)
+        return {"coredns": ("v1.11.4-eksbuild.2", "v1.11.4-eksbuild.14")}, None
+
+    monkeypatch.setattr(preflight_cluster, "eks_defaults", raised)
+    program = run_program("dev", config=config, fresh=True)
+    assert program.error is None and program.registrations and asked == ["eks-training-dev"]
+    (summary,) = program.warnings
+    assert "\n    coredns: v1.11.4-eksbuild.2 -> v1.11.4-eksbuild.14\n" in summary, summary
+    assert "note: coredns: EKS raised its default for " in summary, summary
+
+    # EKS not asked (an access denied): said, and the update goes on
+    def denied(plan: Any, session: Any = None) -> tuple[dict[str, tuple[str, str]], str]:
+        return {}, "AwsCallError: DescribeAddon failed: AccessDeniedException: no"
+
+    monkeypatch.setattr(preflight_cluster, "eks_defaults", denied)
+    program = run_program("dev", config=config, fresh=True)
+    assert program.error is None and program.registrations
+    assert program.warnings == [
+        "could not read the cluster's add-ons (AwsCallError: DescribeAddon failed: AccessDeniedException: no): a "
+        "default EKS raised is not shown"
+    ], program.warnings

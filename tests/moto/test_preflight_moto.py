@@ -41,6 +41,7 @@ from stacks.preflight import (  # noqa: E402
     format_report,
     run_preflight,
 )
+from stacks.preflight.cluster import eks_defaults  # noqa: E402
 from stacks.zones import Zone, choose_zones  # noqa: E402
 from tests import preflight_support as sup  # noqa: E402
 from tests.harness import stack_names  # noqa: E402
@@ -307,6 +308,36 @@ def test_the_running_cluster_is_at_the_stacks_minor_or_the_one_before(
     findings = run_preflight(load(config), ZONES, session())
     f = one(findings, VERSION_KEY)
     assert (f.ok, says in f.message) == (ok, True), f.message
+
+
+def test_the_addons_the_cluster_runs_beside_eks_default_now(seeded: sup.SeededMoto) -> None:
+    """``pulumi up`` reads, before its summary, the version of each add-on the stack leaves to EKS's default that the
+    cluster runs (DescribeAddon) and EKS's default for the minor now (DescribeAddonVersions): coredns installed at an
+    older build than EKS now gives, kube-proxy at the default; vpc-cni is this project's pin (not asked); an add-on
+    the cluster lacks is left out. Against stock moto_server (no add-on operations) it says why it could not ask."""
+    seeded.reset()
+    plan = load(stack({"cpu": group(["m5.large"])}, cluster={"kubernetesVersion": "1.36"}))
+    name = plan.config.cluster_name
+    seeded.seed_addon_versions(
+        "coredns", {"v1.11.4-eksbuild.14": {"1.36": True}, "v1.11.4-eksbuild.2": {"1.36": False}}
+    )
+    seeded.seed_addon_versions("kube-proxy", {"v1.36.1-eksbuild.2": {"1.36": True}})
+    seeded.seed_addon_versions("metrics-server", {"v0.8.0-eksbuild.1": {"1.36": True}})
+    seeded.seed_installed_addon(name, "coredns", "v1.11.4-eksbuild.2")
+    seeded.seed_installed_addon(name, "kube-proxy", "v1.36.1-eksbuild.2")
+    found, why = eks_defaults(plan, session())
+    assert why is None
+    assert found == {
+        "coredns": ("v1.11.4-eksbuild.2", "v1.11.4-eksbuild.14"),
+        "kube-proxy": ("v1.36.1-eksbuild.2", "v1.36.1-eksbuild.2"),
+    }
+    assert "vpc-cni" in plan.addons and "metrics-server" in plan.addons  # pinned; not installed on the cluster
+
+
+def test_the_addons_unreadable_say_why(proc: sup.MotoProcess) -> None:
+    plan = load(stack({"cpu": group(["m5.large"])}))
+    found, why = eks_defaults(plan, session())
+    assert found == {} and why is not None and "describe_addon failed" in why, why
 
 
 @pytest.mark.parametrize(("lagging", "ok"), [(False, True), (True, False)])

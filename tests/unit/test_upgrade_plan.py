@@ -342,6 +342,31 @@ def test_an_addon_that_moves_to_eks_default_is_noted() -> None:
     assert not [n for n in u.notes if n.startswith("vpc-cni: EKS's default")]  # pinned at both minors
 
 
+def test_a_default_eks_raised_since_the_install_moves_the_addon_and_says_how_to_keep_it() -> None:
+    """coredns, left to EKS's default, runs v1.11.4-eksbuild.2 while EKS gives v1.11.4-eksbuild.14 for the minor now
+    (what ``pulumi up`` reads before the summary: :func:`stacks.preflight.cluster.eks_defaults`): the same stack file
+    moves it, and a note names the pin that keeps it. A default equal to what runs moves nothing; a pinned add-on
+    is not EKS's to move; a minor move names the new minor's default as the version, with no raised-default note."""
+    dev = plan_of("dev", preset("dev"))
+    live = {"coredns": ("v1.11.4-eksbuild.2", "v1.11.4-eksbuild.14"), "kube-proxy": ("v1.36.0-eksbuild.1",) * 2}
+    u = compare(dev, dev, eks_defaults=live)
+    assert u.addons == (AddonChange("coredns", "v1.11.4-eksbuild.2", "v1.11.4-eksbuild.14"),)
+    assert u.notes == (
+        "coredns: EKS raised its default for 1.36 to v1.11.4-eksbuild.14 since v1.11.4-eksbuild.2 was installed, so "
+        "this update moves it. To keep v1.11.4-eksbuild.2, set eks-training:cluster.addonVersions.coredns to it",
+    )
+    assert "    coredns: v1.11.4-eksbuild.2 -> v1.11.4-eksbuild.14" in render_upgrade(upgrade_report(u)).splitlines()
+    assert compare(dev, dev).addons == ()  # without what the cluster runs (plan --from): nothing to say
+    # vpc-cni is pinned for the minor: EKS's default does not move it
+    assert compare(dev, dev, eks_defaults={"vpc-cni": ("v1.0.0-eksbuild.1", "v1.1.0-eksbuild.1")}).addons == ()
+    # one minor up: the default of the new minor, named, from the version the cluster runs
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
+    new = plan_of("dev", variant("dev", kubernetesVersion="1.36"))
+    moved = compare(old, new, eks_defaults={"coredns": ("v1.11.3-eksbuild.1", "v1.11.4-eksbuild.14")})
+    assert AddonChange("coredns", "v1.11.3-eksbuild.1", "v1.11.4-eksbuild.14") in moved.addons
+    assert not [n for n in moved.notes if "EKS raised its default" in n]
+
+
 def _recorded(plan: Plan, **versions: str) -> dict[str, str]:
     """The ``deployedVersions`` record of ``plan``'s update, with ``versions`` (by name) as an older version of the
     project installed them."""
