@@ -334,9 +334,11 @@ def group_change(
 
 
 def _shrinking(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan) -> Optional[str]:
-    """Why EKS terminates some of a kept group's nodes at once (source key ``eks-scaling-config``: a desired size below
-    the nodes running, PodDisruptionBudgets or not): a fixed size made smaller, or the autoscaler's size given up
-    for a fixed one below the group's old ``maxSize``. ``None`` when no node goes so."""
+    """Why EKS terminates some of a kept group's nodes (source key ``eks-scaling-config``: a desired size below the
+    nodes running, PodDisruptionBudgets or not): a fixed size made smaller, or the autoscaler's size given up for a
+    fixed one below the group's old ``maxSize``. The provider sends a desired size only when it differs from the one
+    in Pulumi's state, which the autoscaler's changes do not reach until a refresh (source key
+    ``pulumi-ignore-changes``). ``None`` when no node goes so."""
     if g.capacity_type == "CAPACITY_BLOCK" or autoscales(new_plan, g):
         return None  # the autoscaler or the block keeps owning the desired size (pulumi up leaves it alone)
     if not autoscales(old_plan, was):
@@ -344,13 +346,14 @@ def _shrinking(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupP
             return None
         return (
             f"desiredSize {was.desired_size} -> {g.desired_size}: EKS terminates "
-            f"{was.desired_size - g.desired_size} of its {was.desired_size} nodes at once"
+            f"{was.desired_size - g.desired_size} of its {was.desired_size} nodes, whatever the budgets"
         )
     if g.desired_size >= was.max_size:
         return None
     return (
         f"the autoscaler no longer sets its size, and desiredSize is {g.desired_size}: if it runs more nodes (up to "
-        f"{was.max_size}), EKS terminates the others at once"
+        f"{was.max_size}), EKS terminates the others, whatever the budgets. Run this update as `pulumi up --refresh`: "
+        "without it, Pulumi may send no new size, and the extra nodes stay until a later update ends them"
     )
 
 

@@ -399,11 +399,15 @@ def _raised_default_notes(
     minor = new_plan.config.cluster.kubernetes_version
     if not eks_defaults or old_plan.config.cluster.kubernetes_version != minor:
         return []
+    pins = old_plan.config.cluster.addon_versions
     return [
         f"{a.name}: EKS raised its default for {minor} to {a.new} since {a.old} was installed, so this update moves "
         f"it. To keep {a.old}, set {key('cluster.addonVersions.' + a.name)} to it"
         for a in addons
-        if a.name in eks_defaults and a.new is not None and a.old is not None
+        if a.name in eks_defaults
+        and a.new is not None
+        and a.old is not None
+        and addon_version_for(a.name, minor, pins) is None  # not a pin the stack file or this project dropped
     ]
 
 

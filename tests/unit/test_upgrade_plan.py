@@ -357,6 +357,11 @@ def test_a_default_eks_raised_since_the_install_moves_the_addon_and_says_how_to_
     )
     assert "    coredns: v1.11.4-eksbuild.2 -> v1.11.4-eksbuild.14" in render_upgrade(upgrade_report(u)).splitlines()
     assert compare(dev, dev).addons == ()  # without what the cluster runs (plan --from): nothing to say
+    # the stack file's own pin removed: the add-on moves to EKS's default, and no note blames EKS
+    held = plan_of("dev", {**preset("dev"), P + "cluster": {"addonVersions": {"coredns": "v1.11.4-eksbuild.2"}}})
+    unpinned = compare(held, dev, eks_defaults=live)
+    assert AddonChange("coredns", "v1.11.4-eksbuild.2", "v1.11.4-eksbuild.14") in unpinned.addons
+    assert not [n for n in unpinned.notes if "EKS raised its default" in n], unpinned.notes
     # vpc-cni is pinned for the minor: EKS's default does not move it
     assert compare(dev, dev, eks_defaults={"vpc-cni": ("v1.0.0-eksbuild.1", "v1.1.0-eksbuild.1")}).addons == ()
     # one minor up: the default of the new minor, named, from the version the cluster runs
@@ -2270,13 +2275,15 @@ def test_a_fixed_group_made_smaller_names_the_jobs_whose_pods_may_stop() -> None
     assert (change.action, change.nodes, change.reasons, change.up_to) == (
         "shrink",
         2,
-        ("desiredSize 2 -> 1: EKS terminates 1 of its 2 nodes at once",),
+        ("desiredSize 2 -> 1: EKS terminates 1 of its 2 nodes, whatever the budgets",),
         False,
     )
     (train,) = change.jobs
     assert (train.name, train.keeps) == ("train", 0) and "none kept by its PodDisruptionBudget" in train.what
     text = render_upgrade(upgrade_report(u))
-    assert "nodeGroups.cpu gets smaller, no roll: desiredSize 2 -> 1: EKS terminates 1 of its 2 nodes" in text, text
+    assert (
+        "nodeGroups.cpu gets smaller, no roll: desiredSize 2 -> 1: EKS terminates 1 of its 2 nodes, whatever" in text
+    ), text
     assert "    job train: its pods on the nodes EKS terminates stop" in text, text
     # the system group: etcd, the job's rendezvous, may run on the node that goes
     system = copy.deepcopy(old)
@@ -2302,6 +2309,8 @@ def test_a_group_the_autoscaler_gives_up_below_its_old_max_size_may_shrink() -> 
     (change,) = compare(plan_of("dev", old), plan_of("dev", fixed)).groups
     assert change.action == "shrink" and change.up_to and change.jobs
     assert change.reasons[0].startswith("the autoscaler no longer sets its size, and desiredSize is 1: if it runs")
+    # Pulumi's state holds the desired size the group had at its last update or refresh, not the autoscaler's
+    assert "Run this update as `pulumi up --refresh`" in change.reasons[0]
     kept = copy.deepcopy(old)
     kept[P + "nodeGroups"]["cpu"].update(minSize=2, desiredSize=2, maxSize=2)
     assert compare(plan_of("dev", old), plan_of("dev", kept)).groups == ()
