@@ -21,6 +21,7 @@ from components.addons import addon_version
 from components.catalog import VPC_CNI_NETWORK_POLICY_CONFIG
 from components.catalog.addons import configuration_settings
 from components.catalog.operations import NODE_MONITORING_ADDON, NODE_MONITORING_CONFIGURATION
+from components.conventions import DEFAULT_CLUSTER_LOG_RETENTION_DAYS
 from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
 from components.naming import fit_name, name_limit
 from components.nodegroup import TrainingNodeGroup, TrainingNodeGroupArgs
@@ -306,7 +307,7 @@ class TrainingCluster(pulumi.ComponentResource):
         return aws.cloudwatch.LogGroup(
             f"{name}-control-plane-logs",
             name=control_plane_log_group_name(args["cluster_name"]),
-            retention_in_days=int(args.get("log_retention_days", 30)),
+            retention_in_days=int(args.get("log_retention_days", DEFAULT_CLUSTER_LOG_RETENTION_DAYS)),
             tags=dict(args.get("tags") or {}),
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -12,6 +12,9 @@ SHARED_MOUNT = "/data"
 #: the caller names none (the stack config's defaults too: ``storage.namespace``, ``storage.pvcName``).
 DEFAULT_NAMESPACE = "training"
 DEFAULT_CLAIM_NAME = "shared-data"
+#: Days the cluster's CloudWatch log groups (the control plane's, Container Insights') keep their logs, when the
+#: caller gives none (the stack config's default too: ``cluster.logRetentionDays``).
+DEFAULT_CLUSTER_LOG_RETENTION_DAYS = 30
 #: Where the Kueue chart is installed (:mod:`components.admission`); a stack's namespaces may not take it.
 KUEUE_NAMESPACE = "kueue-system"
 #: Labels on every Kubernetes object the components create.

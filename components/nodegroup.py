@@ -32,6 +32,7 @@ from components.catalog.timings import PROVIDER_NODE_GROUP_WAIT
 from components.naming import fit_prefix, name_limit, short_hash
 from components.nodeplan import (
     CAPACITY_TYPES,
+    DEFAULT_CAPACITY_TYPE,
     DEFAULT_DISK_SIZE_GIB,
     NodeRepairSpec,
     ami_type,
@@ -257,7 +258,7 @@ def _shape(name: str, args: TrainingNodeGroupArgs) -> _Shape:
             raise ValueError(f"{name}: efa=True needs efa_interfaces >= 1")
         if args.get("cluster_security_group_id") is None or args.get("vpc_id") is None:
             raise ValueError(f"{name}: efa=True needs cluster_security_group_id and vpc_id")
-    capacity_type = args.get("capacity_type", "ON_DEMAND")
+    capacity_type = args.get("capacity_type", DEFAULT_CAPACITY_TYPE)
     if capacity_type not in CAPACITY_TYPES:
         raise ValueError(f"{name}: capacity_type must be one of {', '.join(CAPACITY_TYPES)}, got {capacity_type!r}")
     reservation = args.get("capacity_reservation_id")

@@ -38,6 +38,9 @@ from components.scheduling import NodeTaint, node_scheduling
 #: EKS capacity types (listed once).
 CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
 CAPACITY_TYPES: tuple[str, ...] = get_args(CapacityType)
+#: A group's capacity type when the caller gives none (the stack config's default too:
+#: ``nodeGroups.<g>.capacityType``).
+DEFAULT_CAPACITY_TYPE: CapacityType = "ON_DEMAND"
 #: A worker group's root volume (gp3, encrypted) when the caller gives no ``disk_size_gib`` (the stack config's
 #: default too: ``nodeGroups.<g>.diskSizeGib``).
 DEFAULT_DISK_SIZE_GIB = 100
@@ -129,7 +132,7 @@ def efa_profile(facts: InstanceType) -> EfaProfile:
     )
 
 
-def efa_default(facts: InstanceType, capacity_type: str = "ON_DEMAND") -> bool:
+def efa_default(facts: InstanceType, capacity_type: str = DEFAULT_CAPACITY_TYPE) -> bool:
     """Whether a group of this type uses EFA when its config does not say: on for types that have it, except
     for ``SPOT`` groups. EFA pins a group to one zone and a cluster placement group, the opposite of what spot
     capacity needs (it is found by spreading over zones and types), so spot groups get EFA only when asked."""

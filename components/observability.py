@@ -33,6 +33,7 @@ from components.catalog.operations import (
     PIPELINE_ALARM_PERIODS,
     container_insights_log_group,
 )
+from components.conventions import DEFAULT_CLUSTER_LOG_RETENTION_DAYS
 from components.iam import alarm_topic_key_policy, managed_policy_arn
 from components.partition import current_partition
 from components.pod_identity import pod_identity_role
@@ -425,7 +426,7 @@ class FleetObservability(pulumi.ComponentResource):
             aws.cloudwatch.LogGroup(
                 f"{name}-logs-{suffix}",
                 name=container_insights_log_group(cluster_name, suffix),
-                retention_in_days=int(args.get("log_retention_days", 30)),
+                retention_in_days=int(args.get("log_retention_days", DEFAULT_CLUSTER_LOG_RETENTION_DAYS)),
                 tags=tags,
                 opts=child,
             )

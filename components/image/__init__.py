@@ -18,7 +18,9 @@ from components.image.aws_settings import (
 )
 from components.image.buildspec import (
     COMPUTE_TYPES,
+    DEFAULT_BUILD_TIMEOUT_MINUTES,
     DEFAULT_COMPUTE_TYPE,
+    DEFAULT_KEEP_IMAGES,
     PLATFORM_BUILD_ENVIRONMENTS,
     ComputeType,
     buildspec,
@@ -41,17 +43,12 @@ from components.lazy import lazy_exports
 
 # the component and its build provider import the AWS SDK: on first use
 if TYPE_CHECKING:
-    from components.image.component import (
-        DEFAULT_BUILD_TIMEOUT_MINUTES,
-        DEFAULT_KEEP_IMAGES,
-        TrainingImage,
-        TrainingImageArgs,
-    )
+    from components.image.component import TrainingImage, TrainingImageArgs
 
 __getattr__ = lazy_exports(
     __name__,
     {
-        "component": ("DEFAULT_BUILD_TIMEOUT_MINUTES", "DEFAULT_KEEP_IMAGES", "TrainingImage", "TrainingImageArgs"),
+        "component": ("TrainingImage", "TrainingImageArgs"),
     },
 )
 

@@ -270,8 +270,8 @@ def aws_settings_problems(settings: Mapping[str, Any], style: str = "args") -> l
         arn = role.get("role_arn")
         if not isinstance(arn, str) or not _ROLE_ARN.match(arn):
             problems.append(f"{at('role_arn')}: {arn!r} is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)")
-        name = role.get("session_name")
-        if name is not None and (not isinstance(name, str) or not _SESSION_NAME.match(name)):
+        name = role.get("session_name", DEFAULT_SESSION_NAME)
+        if not isinstance(name, str) or not _SESSION_NAME.match(name):
             problems.append(
                 f"{at('session_name')}: {name!r} must be 2-64 letters, digits or +=,.@_- (STS RoleSessionName)"
             )

@@ -111,11 +111,11 @@ class ImageBuildInputs(TypedDict):
     source_key: pulumi.Input[str]
     """Key of the zipped build context (contains the content hash)."""
     poll_interval_seconds: NotRequired[pulumi.Input[float]]
-    """Seconds between ``batch_get_builds`` polls (default 15)."""
+    """Seconds between ``batch_get_builds`` polls. Default 15."""
     wait_timeout_seconds: NotRequired[pulumi.Input[float]]
-    """Give up (and stop the build) after this many seconds (default 3 h)."""
+    """Give up (and stop the build) after this many seconds. Default 10800 (3 h)."""
     digest_wait_seconds: NotRequired[pulumi.Input[float]]
-    """After a successful build, how long to wait for the tag to be visible in ECR (default 60)."""
+    """After a successful build, how long to wait for the tag to be visible in ECR, in seconds. Default 60."""
     aws: NotRequired[AwsSettings]
     """The stack's AWS settings (profile, region, credential files, assumed roles) the build runs with;
     default: the ambient credentials of the dynamic-provider host."""

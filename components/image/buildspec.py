@@ -30,6 +30,12 @@ COMPUTE_TYPES: frozenset[str] = frozenset(get_args(ComputeType))
 #: The compute type a build runs on unless its settings name another (the stack config's default too:
 #: ``images.<i>.computeType``).
 DEFAULT_COMPUTE_TYPE: ComputeType = "BUILD_GENERAL1_LARGE"
+#: The images an ECR repository's lifecycle policy keeps (the stack config's default too: ``imageBuild.keepImages``).
+DEFAULT_KEEP_IMAGES = 10
+#: CodeBuild's timeout for one build, in minutes (the stack config's default too: ``imageBuild.buildTimeoutMinutes``).
+DEFAULT_BUILD_TIMEOUT_MINUTES = 90
+#: The build timeouts CodeBuild takes, in minutes (CreateProject's ``timeoutInMinutes``: 5 to 2160).
+BUILD_TIMEOUT_MINUTES_RANGE = (5, 2160)
 RETRY_ATTEMPTS = 3
 """Attempts of each retried step (the first run included)."""
 RETRY_DELAY_SECONDS = 10

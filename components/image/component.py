@@ -24,8 +24,11 @@ from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_set
 from components.image.build_provider import ImageBuild, ImageBuildInputs
 from components.image.buildspec import (
     BUILD_ARGS_VARIABLE,
+    BUILD_TIMEOUT_MINUTES_RANGE,
     COMPUTE_TYPES,
+    DEFAULT_BUILD_TIMEOUT_MINUTES,
     DEFAULT_COMPUTE_TYPE,
+    DEFAULT_KEEP_IMAGES,
     PLATFORM_BUILD_ENVIRONMENTS,
     RESERVED_BUILD_VARIABLES,
     buildspec,
@@ -41,8 +44,6 @@ from components.image.context import (
 )
 from components.private_bucket import private_bucket
 
-DEFAULT_KEEP_IMAGES = 10
-DEFAULT_BUILD_TIMEOUT_MINUTES = 90
 DEFAULT_QUEUED_TIMEOUT_MINUTES = 60
 DEFAULT_LOG_RETENTION_DAYS = 30
 
@@ -53,7 +54,7 @@ class TrainingImageArgs(TypedDict):
     context_dir: str
     """Local path of the Docker build context (hashed and zipped when the program runs)."""
     dockerfile: NotRequired[str]
-    """Dockerfile path relative to the context (default ``Dockerfile``)."""
+    """Dockerfile path relative to the context. Default ``Dockerfile``."""
     build_args: NotRequired[Mapping[str, str]]
     """Build arguments (``docker build --build-arg``) by name; part of the image's tag."""
     platform: NotRequired[str]
@@ -61,23 +62,23 @@ class TrainingImageArgs(TypedDict):
     repository_name: NotRequired[pulumi.Input[str]]
     """ECR repository name (default: auto-named from the component name)."""
     keep_images: NotRequired[int]
-    """Lifecycle policy keeps the newest N images (default 10)."""
+    """Lifecycle policy keeps the newest N images. Default 10."""
     force_delete: NotRequired[bool]
-    """Delete the repository with its images on destroy (default True: images are rebuildable)."""
+    """Delete the repository with its images on destroy (images are rebuildable). Default True."""
     kms_key_arn: NotRequired[pulumi.Input[str]]
     """KMS key for ECR, the context bucket and CodeBuild artifacts (default: AES256 / AWS-managed)."""
     compute_type: NotRequired[str]
-    """CodeBuild compute type (default BUILD_GENERAL1_LARGE: CUDA images are big)."""
+    """CodeBuild compute type (CUDA images are big). Default ``BUILD_GENERAL1_LARGE``."""
     codebuild_image: NotRequired[str]
     """Override the curated CodeBuild image of the platform."""
     build_timeout_minutes: NotRequired[int]
-    """CodeBuild build timeout, 5-2160 (default 90)."""
+    """CodeBuild build timeout in minutes, 5-2160. Default 90."""
     queued_timeout_minutes: NotRequired[int]
-    """CodeBuild queue timeout, 5-480 (default 60)."""
+    """CodeBuild queue timeout in minutes, 5-480. Default 60."""
     log_retention_days: NotRequired[int]
-    """Retention of the build log group (default 30)."""
+    """Retention of the build log group, in days. Default 30."""
     poll_interval_seconds: NotRequired[float]
-    """How often the build status is polled (default 15)."""
+    """How often the build status is polled, in seconds. Default 15."""
     tags: NotRequired[Mapping[str, str]]
     """Tags added to every taggable child."""
     aws: NotRequired[AwsSettings]
@@ -120,8 +121,9 @@ def _settings(name: str, args: TrainingImageArgs) -> _Settings:
     keep_images = int(args.get("keep_images", DEFAULT_KEEP_IMAGES))
     build_timeout = int(args.get("build_timeout_minutes", DEFAULT_BUILD_TIMEOUT_MINUTES))
     queued_timeout = int(args.get("queued_timeout_minutes", DEFAULT_QUEUED_TIMEOUT_MINUTES))
-    if not 5 <= build_timeout <= 2160:
-        raise ValueError("build_timeout_minutes must be between 5 and 2160")
+    low, high = BUILD_TIMEOUT_MINUTES_RANGE
+    if not low <= build_timeout <= high:
+        raise ValueError(f"build_timeout_minutes must be between {low} and {high}")
     if not 5 <= queued_timeout <= 480:
         raise ValueError("queued_timeout_minutes must be between 5 and 480")
     aws_settings: AwsSettings = args["aws"] if "aws" in args else stack_aws_settings()

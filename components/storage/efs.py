@@ -23,6 +23,12 @@ from components.conventions import COMMON_LABELS, DEFAULT_CLAIM_NAME, DEFAULT_NA
 from components.iam import managed_policy_arn
 from components.partition import current_partition
 from components.storage.csi import CsiDriverArgs, csi_addon, shared_claim, training_namespace
+from components.storage.defaults import (
+    DEFAULT_EFS_CAPACITY,
+    DEFAULT_EFS_PERFORMANCE_MODE,
+    DEFAULT_EFS_THROUGHPUT_MODE,
+    DEFAULT_STORAGE_CLASS_NAME,
+)
 from components.storage.providers import split_kubernetes_provider
 
 #: The AWS managed policy of the EFS CSI controller (access points on tagged file systems).
@@ -130,7 +136,7 @@ class EfsStorage(pulumi.ComponentResource):
             name,
             pvc_name=args.get("pvc_name", DEFAULT_CLAIM_NAME),
             namespace=namespace.metadata.name,
-            size=args.get("capacity", "1Ti"),
+            size=args.get("capacity", DEFAULT_EFS_CAPACITY),
             storage_class_name=storage_class.metadata.name,
             kubernetes=kubernetes,
         )
@@ -189,8 +195,8 @@ class EfsStorage(pulumi.ComponentResource):
             f"{name}-fs",
             encrypted=True,
             kms_key_id=args.get("kms_key_arn"),
-            throughput_mode=args.get("throughput_mode", "elastic"),
-            performance_mode=args.get("performance_mode", "generalPurpose"),
+            throughput_mode=args.get("throughput_mode", DEFAULT_EFS_THROUGHPUT_MODE),
+            performance_mode=args.get("performance_mode", DEFAULT_EFS_PERFORMANCE_MODE),
             tags={**tags, "Name": f"{name}-shared"},
             opts=kept,
         )
@@ -217,7 +223,7 @@ class EfsStorage(pulumi.ComponentResource):
         return k8s.storage.v1.StorageClass(
             f"{name}-sc",
             metadata={
-                "name": args.get("storage_class_name", "efs-shared"),
+                "name": args.get("storage_class_name", DEFAULT_STORAGE_CLASS_NAME),
                 "labels": {"app.kubernetes.io/managed-by": COMMON_LABELS["app.kubernetes.io/managed-by"]},
             },
             provisioner=EFS_CSI_PROVISIONER,

@@ -45,6 +45,13 @@ from components.naming import k8s_name
 from components.private_bucket import private_bucket
 from components.quantities import mebibytes
 from components.storage.csi import CsiDriverArgs, csi_addon, shared_claim, training_namespace
+from components.storage.defaults import (
+    DEFAULT_FSX_DATA_PATH,
+    DEFAULT_FSX_DATA_PREFIX,
+    DEFAULT_FSX_METADATA_MODE,
+    DEFAULT_FSX_STORAGE_CAPACITY_GIB,
+    DEFAULT_FSX_THROUGHPUT_PER_TIB,
+)
 from components.storage.providers import split_kubernetes_provider
 from components.workloads.job_objects import BATCH_JOB
 from components.workloads.waits import await_annotations, await_seconds, await_timeouts, finished
@@ -148,9 +155,9 @@ class _Settings:
 
 def _settings(name: str, args: FsxLustreStorageArgs) -> _Settings:
     """``args`` with their defaults; raises ``ValueError`` naming every problem."""
-    capacity = int(args.get("storage_capacity_gib", 1200))
-    throughput = int(args.get("per_unit_storage_throughput", 250))
-    mode = args.get("metadata_mode", "AUTOMATIC")
+    capacity = int(args.get("storage_capacity_gib", DEFAULT_FSX_STORAGE_CAPACITY_GIB))
+    throughput = int(args.get("per_unit_storage_throughput", DEFAULT_FSX_THROUGHPUT_PER_TIB))
+    mode = args.get("metadata_mode", DEFAULT_FSX_METADATA_MODE)
     iops = args.get("metadata_iops")
     efa = bool(args.get("efa", False))
     efa_clients = list(args.get("efa_client_security_group_ids") or [])
@@ -170,8 +177,8 @@ def _settings(name: str, args: FsxLustreStorageArgs) -> _Settings:
         efa_clients=efa_clients,
         namespace=args.get("namespace", DEFAULT_NAMESPACE),
         pvc_name=args.get("pvc_name", DEFAULT_CLAIM_NAME),
-        data_path=args.get("data_file_system_path", "/datasets").rstrip("/") or "/",
-        data_prefix=args.get("data_prefix", "datasets/"),
+        data_path=args.get("data_file_system_path", DEFAULT_FSX_DATA_PATH).rstrip("/") or "/",
+        data_prefix=args.get("data_prefix", DEFAULT_FSX_DATA_PREFIX),
         export_path=export_path,
         export_prefix=args.get("export_prefix") or export_default,
     )

@@ -17,6 +17,7 @@ from components.catalog import (
     in_standard_support,
 )
 from components.catalog.addons import ADDON_VERSION_RE, addon_version_tuple, version_text
+from components.conventions import DEFAULT_CLUSTER_LOG_RETENTION_DAYS
 from stacks.config.base import ROLE_ARN_RE, AmiRelease, Model, cidr_problem, ipv4, reference
 from stacks.config.errors import check
 
@@ -57,7 +58,9 @@ class ClusterConfig(Model):
     from inside the VPC or over a VPN or bastion."""
     public_access_cidrs: list[str] = Field(default_factory=lambda: ["0.0.0.0/0"])
     """The CIDRs allowed to reach the public endpoint; only with endpointPublicAccess: true."""
-    log_retention_days: int = Field(default=30, json_schema_extra=reference(allowed=LOG_RETENTION_DAYS))
+    log_retention_days: int = Field(
+        default=DEFAULT_CLUSTER_LOG_RETENTION_DAYS, json_schema_extra=reference(allowed=LOG_RETENTION_DAYS)
+    )
     """CloudWatch retention of the control-plane log group, in days."""
     admin_role_arns: list[str] = Field(default_factory=list)
     """IAM role ARNs given cluster-admin access entries (the identity running `pulumi up` is admin as the cluster's

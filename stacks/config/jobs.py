@@ -12,7 +12,13 @@ from typing import Annotated, Any, Literal, Mapping, Optional, Sequence, Union
 from pydantic import Field, field_validator, model_validator
 
 from components.conventions import SHARED_MOUNT
-from components.image.buildspec import DEFAULT_COMPUTE_TYPE, ComputeType
+from components.image.buildspec import (
+    BUILD_TIMEOUT_MINUTES_RANGE,
+    DEFAULT_BUILD_TIMEOUT_MINUTES,
+    DEFAULT_COMPUTE_TYPE,
+    DEFAULT_KEEP_IMAGES,
+    ComputeType,
+)
 from components.image.reference import validate_image_reference
 from components.workloads.health_check import DEFAULT_CHECK_TIMEOUT_MINUTES
 from components.workloads.pytorch import RESILIENCE_VARIABLES
@@ -154,9 +160,11 @@ class ImageConfig(Model):
 class ImageBuildConfig(Model):
     """How images are built (key ``imageBuild``)."""
 
-    keep_images: int = Field(default=10, ge=1, le=1000)
+    keep_images: int = Field(default=DEFAULT_KEEP_IMAGES, ge=1, le=1000)
     """Each ECR repository's lifecycle policy keeps the newest this many images."""
-    build_timeout_minutes: int = Field(default=90, ge=5, le=2160)
+    build_timeout_minutes: int = Field(
+        default=DEFAULT_BUILD_TIMEOUT_MINUTES, ge=BUILD_TIMEOUT_MINUTES_RANGE[0], le=BUILD_TIMEOUT_MINUTES_RANGE[1]
+    )
     """CodeBuild's timeout for one image build."""
     compute_type: ComputeType = DEFAULT_COMPUTE_TYPE
     """The CodeBuild machine that builds the images."""

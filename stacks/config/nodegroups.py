@@ -6,7 +6,13 @@ from pydantic import Field, field_validator, model_validator
 
 from components.catalog import DEFAULT_SPOT_DISCOUNT, MAX_SPOT_DISCOUNT, Catalog
 from components.catalog.operations import NODE_REPAIR_PERCENT_RANGE
-from components.nodeplan import DEFAULT_DISK_SIZE_GIB, SYSTEM_DISK_SIZE_GIB, CapacityType, efa_default
+from components.nodeplan import (
+    DEFAULT_CAPACITY_TYPE,
+    DEFAULT_DISK_SIZE_GIB,
+    SYSTEM_DISK_SIZE_GIB,
+    CapacityType,
+    efa_default,
+)
 from components.scheduling import (
     EKS_LABEL_KEY_MAX,
     GPU_TAINT,
@@ -155,7 +161,7 @@ class NodeGroupConfig(Model):
     """The nodes at creation (the autoscaler then decides)."""
     max_size: int = Field(ge=1)
     """The most nodes; EC2 vCPU quotas must cover it (preflight checks) and a job's nodes are at most this."""
-    capacity_type: CapacityType = "ON_DEMAND"
+    capacity_type: CapacityType = DEFAULT_CAPACITY_TYPE
     """How the nodes are bought: On-Demand (optionally in a capacity reservation), Spot, or a Capacity Block (the
     group has no nodes until the block starts; EKS scales it to 0 before the block ends)."""
     capacity_reservation_id: Optional[str] = None

@@ -24,6 +24,17 @@ from components.catalog import (
 from components.catalog.fsx import FSX_EFA_CLIENT_HOST, NODE_BOOTSTRAP_PROVIDES
 from components.catalog.sources import SOURCES
 from components.conventions import DEFAULT_CLAIM_NAME, DEFAULT_NAMESPACE
+from components.storage.defaults import (
+    DEFAULT_EFS_CAPACITY,
+    DEFAULT_EFS_PERFORMANCE_MODE,
+    DEFAULT_EFS_THROUGHPUT_MODE,
+    DEFAULT_FSX_DATA_PATH,
+    DEFAULT_FSX_DATA_PREFIX,
+    DEFAULT_FSX_METADATA_MODE,
+    DEFAULT_FSX_STORAGE_CAPACITY_GIB,
+    DEFAULT_FSX_THROUGHPUT_PER_TIB,
+    DEFAULT_STORAGE_CLASS_NAME,
+)
 from stacks.config.base import (
     AZ_RE,
     EFS_ID_RE,
@@ -75,7 +86,7 @@ class DataRepositoryConfig(Model):
     create the bucket."""
     prefix: Optional[str] = None
     """Prefix of the datasets in the bucket the stack creates (default ``datasets/``)."""
-    file_system_path: str = "/datasets"
+    file_system_path: str = DEFAULT_FSX_DATA_PATH
     """Where the S3 data appears on the file system (auto import of new, changed and deleted objects)."""
     export_path: Optional[str] = None
     """A file-system directory (e.g. ``/runs``) whose new, changed and deleted files are exported to S3."""
@@ -161,7 +172,7 @@ class DataRepositoryConfig(Model):
     def import_prefix(self) -> str:
         """The prefix the datasets are imported from."""
         parts = split_s3_path(self.s3_path)
-        return parts[1] if parts else (self.prefix or "datasets/")
+        return parts[1] if parts else (self.prefix or DEFAULT_FSX_DATA_PREFIX)
 
     def linked_path(self, uri: str) -> Optional[str]:
         """Where the objects under the S3 prefix ``uri`` appear, relative to the shared mount (``datasets/imagenet``
@@ -184,12 +195,14 @@ class DataRepositoryConfig(Model):
 class FsxConfig(Model):
     """FSx for Lustre (key ``storage.fsx``): PERSISTENT_2, Lustre 2.15, LZ4, linked to S3."""
 
-    storage_capacity_gib: int = Field(default=1200, ge=1)
+    storage_capacity_gib: int = Field(default=DEFAULT_FSX_STORAGE_CAPACITY_GIB, ge=1)
     """The file system's size in GiB: 1200, 2400 or a multiple of 2400 (with efa, a multiple of the EFA increment of
     the throughput tier; the catalog's FSx facts). A running stack's file system grows in place; it never shrinks."""
-    throughput_per_tib: int = Field(default=250, json_schema_extra=reference(allowed=FSX_THROUGHPUT_TIERS))
+    throughput_per_tib: int = Field(
+        default=DEFAULT_FSX_THROUGHPUT_PER_TIB, json_schema_extra=reference(allowed=FSX_THROUGHPUT_TIERS)
+    )
     """Throughput in MB/s per TiB of storage."""
-    metadata_mode: Literal["AUTOMATIC", "USER_PROVISIONED"] = "AUTOMATIC"
+    metadata_mode: Literal["AUTOMATIC", "USER_PROVISIONED"] = DEFAULT_FSX_METADATA_MODE
     """Metadata performance: scaled with the storage by FSx, or set by metadataIops."""
     metadata_iops: Optional[int] = Field(default=None, json_schema_extra=reference(allowed=FSX_METADATA_IOPS))
     """With USER_PROVISIONED: the metadata IOPS."""
@@ -276,14 +289,14 @@ class StorageConfig(Model):
     or of the controllers it installs)."""
     pvc_name: str = DEFAULT_CLAIM_NAME
     """The name of the PersistentVolumeClaim every job mounts at /data."""
-    storage_class_name: str = "efs-shared"
+    storage_class_name: str = DEFAULT_STORAGE_CLASS_NAME
     """EFS: the StorageClass's name."""
-    capacity: str = "1Ti"
+    capacity: str = DEFAULT_EFS_CAPACITY
     """EFS: the capacity the claims declare, a Kubernetes quantity (EFS itself is elastic). A running stack keeps it:
     Kubernetes cannot resize the claims."""
-    throughput_mode: Literal["elastic", "bursting"] = "elastic"
+    throughput_mode: Literal["elastic", "bursting"] = DEFAULT_EFS_THROUGHPUT_MODE
     """EFS: the throughput mode."""
-    performance_mode: Literal["generalPurpose", "maxIO"] = "generalPurpose"
+    performance_mode: Literal["generalPurpose", "maxIO"] = DEFAULT_EFS_PERFORMANCE_MODE
     """EFS: the performance mode. EFS cannot change it: a later ``pulumi up`` refuses another mode."""
     retain_on_delete: bool = False
     """Keep the file system when the stack is destroyed (then reuse it with fileSystemId)."""

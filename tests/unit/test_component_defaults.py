@@ -7,14 +7,17 @@ import ast
 import importlib
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from tests.config_support import trainer_defaults
 from tests.harness import REPO
 from tests.python_source import parse
 
-#: ``Default ``value``.`` or ``Default 3.`` / ``Default False.`` in a field's docstring.
-STATED = re.compile(r"Default:? ``([^`]+)``|Default:? (-?\d+(?:\.\d+)?|True|False)\b")
+#: ``Default ``value``.`` or ``Default 3.`` / ``Default False.`` in a field's docstring, or ``(default 3)``: each form
+#: a default is stated in is checked (the trainer's own defaults are checked below).
+STATED = re.compile(
+    r"(?<!trainer's )(?:[Dd]efault:? ``([^`]+)``|[Dd]efault:? (-?\d+(?:\.\d+)?|True|False)\b)"
+)
 #: Fields their own module does not read: (Args class, field) -> the modules that read it, with the same default.
 READERS = {
     ("CommandJobArgs", "max_retries"): ("components.workloads.indexed",),
@@ -70,21 +73,31 @@ def _get_of(node: ast.AST) -> str | None:
     return None
 
 
-def applied_defaults(module: str, field: str) -> list[Any]:
+def applied_defaults(module: str, field: str, *, locals_too: bool = True) -> list[Any]:
     """The defaults ``module`` reads ``field`` with: ``x.get(field, D)``, ``x.get(field) or D`` (``D`` a literal or a
-    module constant); ``None`` for a bare ``x.get(field)`` (falsy)."""
+    module constant); ``None`` for a bare ``x.get(field)`` (falsy). A ``D`` that names a local variable raises
+    ``NameError``, or is left out without ``locals_too``."""
     mod = importlib.import_module(module)
     tree = parse(Path(mod.__file__ or "").read_text())
     found: list[Any] = []
     or_reads = set()
+
+    def value(expr: ast.expr) -> list[Any]:
+        try:
+            return [eval(ast.unparse(expr), vars(mod))]  # noqa: S307 - the module's own source
+        except NameError:
+            if locals_too:
+                raise
+            return []
+
     for node in ast.walk(tree):
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and _get_of(node.values[0]) == field:
             or_reads.add(id(node.values[0]))
-            found.append(eval(ast.unparse(node.values[1]), vars(mod)))  # noqa: S307 - the module's own source
+            found += value(node.values[1])
     for node in ast.walk(tree):
         if _get_of(node) == field and id(node) not in or_reads:
             assert isinstance(node, ast.Call)
-            found.append(eval(ast.unparse(node.args[1]), vars(mod)) if len(node.args) > 1 else None)  # noqa: S307
+            found += value(node.args[1]) if len(node.args) > 1 else [None]
     return found
 
 
@@ -138,3 +151,84 @@ def test_each_trainer_default_a_docstring_states_is_the_trainers() -> None:
     assert len(stated) >= 2, stated
     wrong = [f"{p}: {v} {n:g}, the trainer's is {defaults.get(v)}" for p, v, n in stated if defaults.get(v) != n]
     assert wrong == [], wrong
+
+
+#: Which config models feed which component's arguments: (component module, its Args class) -> the models whose
+#: fields the program passes it, and the fields named otherwise there (argument -> field).
+FED_BY: dict[tuple[str, str], tuple[tuple[str, ...], dict[str, str]]] = {
+    ("components.image.component", "TrainingImageArgs"): (("ImageBuildConfig", "ImageConfig"), {}),
+    ("components.storage.efs", "EfsStorageArgs"): (("StorageConfig",), {}),
+    ("components.storage.fsx", "FsxLustreStorageArgs"): (
+        ("FsxConfig", "DataRepositoryConfig", "StorageConfig"),
+        {"per_unit_storage_throughput": "throughput_per_tib", "data_file_system_path": "file_system_path"},
+    ),
+    ("components.cluster", "TrainingClusterArgs"): (("ClusterConfig",), {}),
+    ("components.observability", "FleetObservabilityArgs"): (("ClusterConfig", "OperationsConfig"), {}),
+    ("components.nodegroup", "TrainingNodeGroupArgs"): (("NodeGroupConfig",), {}),
+    ("components.workloads.spec", "JobSpec"): (("JobConfig",), {}),
+}
+
+
+def _config_models() -> dict[str, Any]:
+    """Every config model class by name (:class:`stacks.config.base.Model`'s subclasses)."""
+    import stacks.config  # noqa: F401 - defines them
+    from stacks.config.base import Model
+
+    found, todo = {}, [Model]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            found[sub.__name__] = sub
+            todo.append(sub)
+    return found
+
+
+def _args_fields(module: str, cls: str) -> list[str]:
+    """The fields of an Args TypedDict, with its bases' (:func:`typing.get_type_hints` order)."""
+    return list(getattr(importlib.import_module(module), cls).__annotations__)
+
+
+def shared_default_mismatches(
+    fed_by: dict[tuple[str, str], tuple[tuple[str, ...], dict[str, str]]], compared: Optional[list[str]] = None
+) -> list[str]:
+    """Each component argument that a config field of the same meaning feeds, where the component's default (what it
+    reads the field with) is not the field's: the program and a library user would get two defaults. A field whose
+    default is ``None`` is derived elsewhere (an EFA default from the instance type): not compared. ``compared``
+    collects what was."""
+    from pydantic_core import PydanticUndefined
+
+    models = _config_models()
+    wrong = []
+    for (module, cls), (names, renamed) in fed_by.items():
+        for arg in _args_fields(module, cls):
+            applied = [v for v in applied_defaults(module, arg, locals_too=False) if v is not None]
+            for name in names:
+                field = models[name].model_fields.get(renamed.get(arg, arg))
+                if field is None or field.default in (PydanticUndefined, None) or field.default_factory is not None:
+                    continue
+                if compared is not None and applied:
+                    compared.append(f"{cls}.{arg}")
+                wrong += [
+                    f"{module}.{cls}.{arg} defaults to {v!r}, {name}.{renamed.get(arg, arg)} to {field.default!r}"
+                    for v in applied
+                    if v != field.default
+                ]
+    return wrong
+
+
+def test_a_default_a_component_and_its_config_key_share_is_one_value() -> None:
+    """A config key's default and the default of the component argument it feeds are one value (ARCHITECTURE.md:
+    the component exports it as a constant the model imports): a user of the library and a user of the program get
+    the same. Every argument of each fed component is compared with the same-named field of the models that feed it."""
+    compared: list[str] = []
+    assert shared_default_mismatches(FED_BY, compared) == []
+    assert {"TrainingImageArgs.keep_images", "FsxLustreStorageArgs.per_unit_storage_throughput"} <= set(compared)
+    assert len(compared) >= 15, compared
+
+
+def test_the_shared_default_check_finds_a_mismatch() -> None:
+    """Control: the EFS component's capacity default (1Ti) beside a model whose ``capacity`` has another default."""
+    mismatched = {("components.storage.efs", "EfsStorageArgs"): (("NodeGroupConfig",), {"capacity": "capacity_type"})}
+    assert shared_default_mismatches(mismatched) == [
+        "components.storage.efs.EfsStorageArgs.capacity defaults to '1Ti', NodeGroupConfig.capacity_type to "
+        "'ON_DEMAND'"
+    ]

@@ -18,11 +18,12 @@ from tests.config_support import trainer_defaults
 from tests.harness import REPO
 
 #: How a page's prose states a key's default: ``\`key\` (default X)``, ``(\`key\`, default X)``, ``X by default
-#: (\`key\`)``; each with the group of the key and of the value.
+#: (\`key\`)``, the key alone or with its path (``imageBuild.keepImages``); each with the group of the key's last
+#: part and of the value.
 STATED = [
-    (re.compile(r"`([a-zA-Z]+)` \(default ([^)]*)\)"), 1, 2),
-    (re.compile(r"\(`([a-zA-Z]+)`, default ([^)]*)\)"), 1, 2),
-    (re.compile(r"(\d+(?:\.\d+)?\s*(?:s|h|%)?) by default \(`([a-zA-Z]+)`\)"), 2, 1),
+    (re.compile(r"`(?:[a-zA-Z<>]+\.)*([a-zA-Z]+)` \(default ([^)]*)\)"), 1, 2),
+    (re.compile(r"\(`(?:[a-zA-Z<>]+\.)*([a-zA-Z]+)`, default ([^)]*)\)"), 1, 2),
+    (re.compile(r"(\d+(?:\.\d+)?\s*(?:s|h|%)?) by default \(`(?:[a-zA-Z<>]+\.)*([a-zA-Z]+)`\)"), 2, 1),
 ]
 #: Pages the code writes whole (their defaults come from the models themselves); the others have generated tables only.
 GENERATED = {path for path, (_, make) in FILES.items() if make is not regenerate}
