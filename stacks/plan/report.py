@@ -334,22 +334,57 @@ def report(
     if cfg.cluster.stack_reference is not None:
         r = _jobs_only_report(plan, region, first_step_report(first, first_note))
         return {"stackFile": None if stack_file is None else str(stack_file), **r}
-    network: dict[str, Any]
+    return {
+        "stackFile": None if stack_file is None else str(stack_file),
+        "stack": cfg.stack,
+        "project": cfg.project,
+        "region": region,
+        "clusterStack": None,
+        "team": None,
+        "clusterName": cfg.cluster_name,
+        "kubernetesVersion": cfg.cluster.kubernetes_version,
+        "unread": unread_entries(plan),
+        "kubernetesVersionNote": unpinned_note(plan),
+        "network": _network(plan),
+        "nodeGroups": [_group(g) for g in plan.all_groups],
+        "autoscaler": plan.autoscale,
+        "jobs": _jobs(plan),
+        "crowdedSteps": _crowded_steps(plan),
+        "images": _images(plan),
+        "queues": _queues(plan),
+        "storage": _storage(plan),
+        "prePulls": _prepulls(plan),
+        "operations": _operations(plan),
+        "preflight": {
+            "enabled": cfg.preflight.enabled,
+            "checks": [{"key": k, "check": what} for k, what in planned_checks(plan)],
+        },
+        "firstStep": first_step_report(first, first_note),
+        "cost": _cost(plan, region),
+    }
+
+
+def _network(plan: Plan) -> dict[str, Any]:
+    """The stack's VPC: the one it makes, or the one it is given."""
+    cfg = plan.config
     if cfg.network is not None:
-        network = {
+        return {
             "kind": "new VPC",
             "vpcCidr": cfg.network.vpc_cidr,
             "zones": cfg.network.availability_zones,
             "zoneCount": cfg.network.zone_count,
             "natGateways": cfg.network.nat_gateways,
         }
-    else:
-        assert cfg.existing_vpc is not None
-        network = {
-            "kind": "existing VPC",
-            "vpcId": cfg.existing_vpc.vpc_id,
-            "privateSubnetIds": list(cfg.existing_vpc.private_subnet_ids),
-        }
+    assert cfg.existing_vpc is not None
+    return {
+        "kind": "existing VPC",
+        "vpcId": cfg.existing_vpc.vpc_id,
+        "privateSubnetIds": list(cfg.existing_vpc.private_subnet_ids),
+    }
+
+
+def _cost(plan: Plan, region: Optional[str]) -> dict[str, Any]:
+    """The hourly estimate, running and idle, line by line, with what it leaves out."""
     cost = estimate(plan)
     notes = [
         f"{PRICE_REGION} list prices (instances: On-Demand as published on {PRICES_AS_OF}, "
@@ -365,41 +400,14 @@ def report(
             f"{SOURCES['ec2-spot-advisor'].url} lists each type's recent saving; preflight reports the current price)"
         )
     return {
-        "stackFile": None if stack_file is None else str(stack_file),
-        "stack": cfg.stack,
-        "project": cfg.project,
-        "region": region,
-        "clusterStack": None,
-        "team": None,
-        "clusterName": cfg.cluster_name,
-        "kubernetesVersion": cfg.cluster.kubernetes_version,
-        "unread": unread_entries(plan),
-        "kubernetesVersionNote": unpinned_note(plan),
-        "network": network,
-        "nodeGroups": [_group(g) for g in plan.all_groups],
-        "autoscaler": plan.autoscale,
-        "jobs": _jobs(plan),
-        "crowdedSteps": _crowded_steps(plan),
-        "images": _images(plan),
-        "queues": _queues(plan),
-        "storage": _storage(plan),
-        "prePulls": _prepulls(plan),
-        "operations": _operations(plan),
-        "preflight": {
-            "enabled": cfg.preflight.enabled,
-            "checks": [{"key": k, "check": what} for k, what in planned_checks(plan)],
-        },
-        "firstStep": first_step_report(first, first_note),
-        "cost": {
-            "currency": "USD",
-            "runningPerHour": cost.running,
-            "idlePerHour": cost.idle,
-            "lines": [
-                {"what": c.what, "runningPerHour": _round(c.running), "idlePerHour": _round(c.idle), "basis": c.basis}
-                for c in cost.lines
-            ],
-            "notes": notes,
-        },
+        "currency": "USD",
+        "runningPerHour": cost.running,
+        "idlePerHour": cost.idle,
+        "lines": [
+            {"what": c.what, "runningPerHour": _round(c.running), "idlePerHour": _round(c.idle), "basis": c.basis}
+            for c in cost.lines
+        ],
+        "notes": notes,
     }
 
 
