@@ -15,9 +15,7 @@ from tests.python_source import parse
 
 #: ``Default ``value``.`` or ``Default 3.`` / ``Default False.`` in a field's docstring, or ``(default 3)``: each form
 #: a default is stated in is checked (the trainer's own defaults are checked below).
-STATED = re.compile(
-    r"(?<!trainer's )(?:[Dd]efault:? ``([^`]+)``|[Dd]efault:? (-?\d+(?:\.\d+)?|True|False)\b)"
-)
+STATED = re.compile(r"(?<!trainer's )(?:[Dd]efault:? ``([^`]+)``|[Dd]efault:? (-?\d+(?:\.\d+)?|True|False)\b)")
 #: Fields their own module does not read: (Args class, field) -> the modules that read it, with the same default.
 READERS = {
     ("CommandJobArgs", "max_retries"): ("components.workloads.indexed",),
@@ -229,6 +227,5 @@ def test_the_shared_default_check_finds_a_mismatch() -> None:
     """Control: the EFS component's capacity default (1Ti) beside a model whose ``capacity`` has another default."""
     mismatched = {("components.storage.efs", "EfsStorageArgs"): (("NodeGroupConfig",), {"capacity": "capacity_type"})}
     assert shared_default_mismatches(mismatched) == [
-        "components.storage.efs.EfsStorageArgs.capacity defaults to '1Ti', NodeGroupConfig.capacity_type to "
-        "'ON_DEMAND'"
+        "components.storage.efs.EfsStorageArgs.capacity defaults to '1Ti', NodeGroupConfig.capacity_type to 'ON_DEMAND'"
     ]
