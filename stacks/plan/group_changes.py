@@ -48,8 +48,8 @@ class GroupChange:
     path: str
     action: str
     """``roll`` (EKS replaces the nodes one at a time), ``replace`` (a new group, then the old one deleted),
-    ``update`` (its labels or taints, on its nodes in place), ``shrink`` (a smaller size, nodes terminated at once),
-    ``add`` (a group the stack file gains) or ``delete``."""
+    ``update`` (its labels or taints, on its nodes in place), ``shrink`` (a smaller size: nodes terminated, budgets
+    or not), ``add`` (a group the stack file gains) or ``delete``."""
     reasons: tuple[str, ...]
     nodes: int
     """Its nodes now (:func:`running_nodes`; a new group's desired size)."""

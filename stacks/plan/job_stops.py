@@ -23,7 +23,7 @@ class JobStop:
     strategy: str
     """The ``updateStrategy`` the roll runs under: the new configuration's, or the old one's beside a system group
     update, after which the budgets change (:func:`~stacks.plan.upgrade.compare`); ``rolling`` or ``whenIdle``;
-    ``delete`` for a group that goes; ``shrink`` for a group made smaller (nodes terminated at once)."""
+    ``delete`` for a group that goes; ``shrink`` for a group made smaller (nodes terminated, budgets or not)."""
     keeps: int
     """Of its pods, how many its PodDisruptionBudget keeps through the roll."""
     surge: bool = True
