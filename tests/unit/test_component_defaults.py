@@ -164,6 +164,9 @@ FED_BY: dict[tuple[str, str], tuple[tuple[str, ...], dict[str, str]]] = {
     ("components.observability", "FleetObservabilityArgs"): (("ClusterConfig", "OperationsConfig"), {}),
     ("components.nodegroup", "TrainingNodeGroupArgs"): (("NodeGroupConfig",), {}),
     ("components.workloads.spec", "JobSpec"): (("JobConfig",), {}),
+    ("components.workloads.indexed_job", "JobSpec"): (("JobConfig",), {}),
+    ("components.workloads.mpi", "JobSpec"): (("JobConfig",), {}),
+    ("components.workloads.pytorch", "PyTorchJobArgs"): (("JobConfig",), {}),
 }
 
 
