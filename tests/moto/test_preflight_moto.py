@@ -325,13 +325,16 @@ def test_the_addons_the_cluster_runs_beside_eks_default_now(seeded: sup.SeededMo
     seeded.seed_addon_versions("metrics-server", {"v0.8.0-eksbuild.1": {"1.36": True}})
     seeded.seed_installed_addon(name, "coredns", "v1.11.4-eksbuild.2")
     seeded.seed_installed_addon(name, "kube-proxy", "v1.36.1-eksbuild.2")
+    # this project pins vpc-cni for 1.36: EKS's default does not move it, though it differs from what runs
+    seeded.seed_addon_versions("vpc-cni", {"v1.23.0-eksbuild.1": {"1.36": True}})
+    seeded.seed_installed_addon(name, "vpc-cni", "v1.22.4-eksbuild.3")
     found, why = eks_defaults(plan, session())
     assert why is None
     assert found == {
         "coredns": ("v1.11.4-eksbuild.2", "v1.11.4-eksbuild.14"),
         "kube-proxy": ("v1.36.1-eksbuild.2", "v1.36.1-eksbuild.2"),
     }
-    assert "vpc-cni" in plan.addons and "metrics-server" in plan.addons  # pinned; not installed on the cluster
+    assert "vpc-cni" in plan.addons and "metrics-server" in plan.addons  # pinned; not on the cluster
 
 
 def test_the_addons_unreadable_say_why(proc: sup.MotoProcess) -> None:
