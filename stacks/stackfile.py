@@ -299,4 +299,4 @@ def plan_stack(
             raise ConfigError(problems)  # as the program does (__main__.py)
         return config, plan
     except ConfigError as exc:
-        raise StackLoadError(str(exc)) from exc
+        raise StackLoadError(exc.offline) from exc

@@ -40,8 +40,17 @@ class ConfigError(pulumi.RunError):
 
     def __init__(self, problems: list[str]):
         self.problems = problems
-        text = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"invalid stack configuration ({len(problems)} problem(s)); no resource was created:\n{text}")
+        super().__init__(self._text("; no resource was created"))
+
+    def _text(self, after: str) -> str:
+        listed = "\n".join(f"  - {p}" for p in self.problems)
+        return f"invalid stack configuration ({len(self.problems)} problem(s)){after}:\n{listed}"
+
+    @property
+    def offline(self) -> str:
+        """The message for a tool that creates nothing (``plan``, ``local``, ``preflight``, ``rehearse``): the
+        problems alone."""
+        return self._text("")
 
 
 class Rule(ValueError):

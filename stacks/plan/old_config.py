@@ -236,7 +236,7 @@ def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfi
                 plan = build_plan(cfg)
         except ConfigError as exc:
             said = "".join(f"\nnote: {n}" for n in notes)
-            raise StackLoadError(f"the old configuration ({read.label}) does not load: {exc}{said}") from exc
+            raise StackLoadError(f"the old configuration ({read.label}) does not load: {exc.offline}{said}") from exc
     unseen = tuple(
         name
         for name, job in plan.jobs.items()

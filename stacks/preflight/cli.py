@@ -50,7 +50,7 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         except AwsCallError as exc:
             raise CommandError(f"error: cannot reach EC2 in {region}: {exc}", EXIT_FAILED) from exc
         except ConfigError as exc:
-            raise CommandError(str(exc), EXIT_USAGE) from exc
+            raise CommandError(exc.offline, EXIT_USAGE) from exc
     findings = run_preflight(plan, zones, client=aws)
     print(f"preflight for stack {args.stack} in {region}:")
     print(format_report(findings))

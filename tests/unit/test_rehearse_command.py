@@ -32,7 +32,7 @@ def test_a_bad_stack_file_exits_2_before_any_box(tmp_path: Path, monkeypatch, co
     with redirect_stdout(out), redirect_stderr(err):
         code = rehearse.main(["--stack", "mine", "--stack-file", str(path), "--workdir", str(tmp_path / "boxes")])
     assert code == 2, (out.getvalue(), err.getvalue())
-    assert "invalid stack configuration (1 problem(s)); no resource was created" in err.getvalue()
+    assert "invalid stack configuration (1 problem(s)):\n" in err.getvalue()
     assert message in err.getvalue()
     assert out.getvalue() == ""
     assert not (tmp_path / "boxes").exists()
