@@ -38,30 +38,11 @@ def check_addons(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
     for addon, pin in other_pins(plan):
         _check_pinned(addon, pin, k8s, aws, findings)
     for addon, needs in by_addon(plan_addon_needs(plan)).items():
-        k = key(f"cluster.addonVersions.{addon}")
-        try:
-            offered = aws.addon_versions(addon, k8s)
-        except AwsCallError as exc:
-            findings.append(
-                Finding(
-                    False,
-                    k,
-                    f"could not read the {addon} versions EKS offers for Kubernetes {k8s} ({exc}); the stack relies on "
-                    f"{'; '.join(n.what for n in needs)} {SKIP_HINT}",
-                )
-            )
-            continue
-        if not offered:
-            findings.append(
-                Finding(
-                    False,
-                    key("cluster.kubernetesVersion"),
-                    f"EKS offers no {addon} version for Kubernetes {k8s} in {aws.region}; choose a Kubernetes version "
-                    "EKS supports there",
-                )
-            )
+        offered = _offered(addon, needs, k8s, aws, findings)
+        if offered is None:
             continue
         good = sorted((v for v, _ in offered if all(n.met_by(v) for n in needs)), key=addon_version_order)
+        k = key(f"cluster.addonVersions.{addon}")
         advice = (
             f"pin {k} to {good[-1]} (the newest EKS offers for Kubernetes {k8s} that has what the stack relies on)"
             if good
@@ -69,41 +50,77 @@ def check_addons(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
         )
         version = addon_version_for(addon, k8s, cluster.addon_versions)
         if version is not None:
-            origin = version_origin(addon, cluster)
-            if version not in {v for v, _ in offered}:
-                why = f"{addon} {version} ({origin}) is not offered by EKS for Kubernetes {k8s}; {advice}"
-                findings.append(Finding(False, k, why))
-                continue
-            unmet = [n for n in needs if not n.met_by(version)]
-            findings.append(
-                Finding(
-                    not unmet,
-                    k,
-                    f"{addon} {version} ({origin}) is offered for Kubernetes {k8s}"
-                    + (f" but lacks {_lacks(unmet)}; {advice}" if unmet else f" and has {_has(needs)}"),
-                )
-            )
-            continue
-        defaults = [v for v, is_default in offered if is_default]
-        if not defaults:
-            findings.append(
-                Finding(
-                    False,
-                    k,
-                    f"EKS names no default {addon} version for Kubernetes {k8s}, so the version the cluster gets is "
-                    f"unknown; {advice}",
-                )
-            )
-            continue
-        unmet = [n for n in needs if not n.met_by(defaults[0])]
+            findings.append(_known_version(plan, addon, version, needs, offered, advice))
+        else:
+            findings.append(_eks_default(addon, needs, offered, k8s, advice))
+
+
+def _offered(
+    addon: str, needs: list[AddonNeed], k8s: str, aws: AwsClient, findings: list[Finding]
+) -> list[tuple[str, bool]] | None:
+    """The versions EKS offers for the minor, each with whether it is EKS's default; ``None``, with its finding,
+    when EKS could not be asked or offers none."""
+    try:
+        offered = aws.addon_versions(addon, k8s)
+    except AwsCallError as exc:
         findings.append(
             Finding(
-                not unmet,
-                k,
-                f"without a pin the cluster gets EKS's default {addon} for Kubernetes {k8s}, {defaults[0]}, which "
-                + (f"lacks {_lacks(unmet)}; {advice}" if unmet else f"has {_has(needs)}"),
+                False,
+                key(f"cluster.addonVersions.{addon}"),
+                f"could not read the {addon} versions EKS offers for Kubernetes {k8s} ({exc}); the stack relies on "
+                f"{'; '.join(n.what for n in needs)} {SKIP_HINT}",
             )
         )
+        return None
+    if not offered:
+        findings.append(
+            Finding(
+                False,
+                key("cluster.kubernetesVersion"),
+                f"EKS offers no {addon} version for Kubernetes {k8s} in {aws.region}; choose a Kubernetes version "
+                "EKS supports there",
+            )
+        )
+        return None
+    return offered
+
+
+def _known_version(
+    plan: Plan, addon: str, version: str, needs: list[AddonNeed], offered: list[tuple[str, bool]], advice: str
+) -> Finding:
+    """A version the stack or this project pins: offered for the minor, with what the stack relies on."""
+    cluster = plan.config.cluster
+    k, k8s = key(f"cluster.addonVersions.{addon}"), cluster.kubernetes_version
+    origin = version_origin(addon, cluster)
+    if version not in {v for v, _ in offered}:
+        return Finding(False, k, f"{addon} {version} ({origin}) is not offered by EKS for Kubernetes {k8s}; {advice}")
+    unmet = [n for n in needs if not n.met_by(version)]
+    return Finding(
+        not unmet,
+        k,
+        f"{addon} {version} ({origin}) is offered for Kubernetes {k8s}"
+        + (f" but lacks {_lacks(unmet)}; {advice}" if unmet else f" and has {_has(needs)}"),
+    )
+
+
+def _eks_default(addon: str, needs: list[AddonNeed], offered: list[tuple[str, bool]], k8s: str, advice: str) -> Finding:
+    """No pin: EKS's default for the minor, with what the stack relies on."""
+    k = key(f"cluster.addonVersions.{addon}")
+    defaults = [v for v, is_default in offered if is_default]
+    if not defaults:
+        return Finding(
+            False,
+            k,
+            f"EKS names no default {addon} version for Kubernetes {k8s}, so the version the cluster gets is "
+            f"unknown; {advice}",
+        )
+    unmet = [n for n in needs if not n.met_by(defaults[0])]
+    return Finding(
+        not unmet,
+        k,
+        f"without a pin the cluster gets EKS's default {addon} for Kubernetes {k8s}, {defaults[0]}, which "
+        + (f"lacks {_lacks(unmet)}; {advice}" if unmet else f"has {_has(needs)}"),
+    )
 
 
 def _check_pinned(addon: str, version: str, k8s: str, aws: AwsClient, findings: list[Finding]) -> None:
