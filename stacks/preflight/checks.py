@@ -2,7 +2,7 @@
 
 import os
 import re
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import boto3
 
@@ -412,6 +412,15 @@ def _check_reservation(
             Finding(False, k, f"{rid} does not exist in {aws.region} (for this account); check the id and aws:region")
         )
         return
+    problems = _reservation_problems(g, res, zones, vpc_zones)
+    if problems:
+        findings.append(Finding(False, k, f"{rid}: " + "; ".join(problems)))
+    else:
+        findings.append(Finding(True, k, f"{rid}: {_reservation_found(g, res)}"))
+
+
+def _reservation_problems(g: NodeGroupPlan, res: dict[str, Any], zones: list[str], vpc_zones: list[str]) -> list[str]:
+    """What keeps the reservation ``res`` from serving the group: its state, its kind, its type, its zone, its size."""
     problems: list[str] = []
     state = str(res.get("State", "unknown"))
     rtype = str(res.get("ReservationType") or "default")
@@ -447,29 +456,31 @@ def _check_reservation(
         problems.append(f"it is in {zone} but the group runs in {join_names(zones)}; {fix}")
     if g.capacity_type == "CAPACITY_BLOCK" and total and g.max_size > total:
         problems.append(f"the block holds {total} instance(s) but maxSize is {g.max_size}; lower maxSize to {total}")
-    if problems:
-        findings.append(Finding(False, k, f"{rid}: " + "; ".join(problems)))
-    elif state == "scheduled":
-        # information: everything is built now, the group takes its sizes when the block starts
+    return problems
+
+
+def _reservation_found(g: NodeGroupPlan, res: dict[str, Any]) -> str:
+    """What a reservation that serves the group holds: a scheduled Capacity Block's schedule (information:
+    everything is built now, the group takes its sizes when the block starts), or an active reservation."""
+    total, itype, zone = (
+        int(res.get("TotalInstanceCount") or 0),
+        str(res.get("InstanceType")),
+        res.get("AvailabilityZone"),
+    )
+    if str(res.get("State", "unknown")) == "scheduled":
         end = f" and ends {format_time(res['EndDate'])}" if res.get("EndDate") else ""
-        findings.append(
-            Finding(
-                True,
-                k,
-                (
-                    f"{rid}: scheduled Capacity Block for {total} x {itype} in {zone}: it starts "
-                    f"{format_time(res.get('StartDate'))}{end}. `pulumi up` builds the environment now; the group has "
-                    f"no nodes until the start, when a scheduled action sets its sizes (min {g.min_size}, desired "
-                    f"{g.desired_size}, max {g.max_size}), and the first `pulumi up` after the start creates the jobs "
-                    "on it; EKS scales it to 0 40 minutes before the end (EC2 starts terminating the block's instances "
-                    "30 minutes before it)"
-                ),
-            )
+        return (
+            f"scheduled Capacity Block for {total} x {itype} in {zone}: it starts "
+            f"{format_time(res.get('StartDate'))}{end}. `pulumi up` builds the environment now; the group has "
+            f"no nodes until the start, when a scheduled action sets its sizes (min {g.min_size}, desired "
+            f"{g.desired_size}, max {g.max_size}), and the first `pulumi up` after the start creates the jobs "
+            "on it; EKS scales it to 0 40 minutes before the end (EC2 starts terminating the block's instances "
+            "30 minutes before it)"
         )
-    else:
-        kind = "Capacity Block" if rtype == "capacity-block" else "On-Demand Capacity Reservation"
-        end = f", ends {format_time(res['EndDate'])}" if res.get("EndDate") else ""
-        findings.append(Finding(True, k, f"{rid}: active {kind} for {total} x {itype} in {zone}{end}"))
+    block = str(res.get("ReservationType") or "default") == "capacity-block"
+    kind = "Capacity Block" if block else "On-Demand Capacity Reservation"
+    end = f", ends {format_time(res['EndDate'])}" if res.get("EndDate") else ""
+    return f"active {kind} for {total} x {itype} in {zone}{end}"
 
 
 def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding], previous: Optional[Plan] = None) -> None:
