@@ -1,9 +1,14 @@
 """Loading a stack configuration made of a few sections, as ``pulumi up`` does, for the rule tests; the bundled
 trainer's own defaults, which apply where a job's key is unset."""
 
+import importlib
+import inspect
+import pkgutil
 from typing import Any
 
+import stacks.config
 from stacks.config import ConfigError, load_config
+from stacks.config.base import Model
 from stacks.plan import build_plan
 from stacks.plan.report import report
 from stacks.plan.timeline import first_step
@@ -56,3 +61,15 @@ def trainer_defaults() -> dict[str, Any]:
         return {v: parser.get_default(dest) for dest, v in train_flags.ENV_DEFAULTS.items()}
     finally:
         os.environ.update(saved)
+
+
+def config_models() -> dict[str, Any]:
+    """Every config model class of ``stacks/config/`` by name (each :class:`stacks.config.base.Model` subclass, in the
+    module that defines it)."""
+    found: dict[str, Any] = {}
+    for info in pkgutil.walk_packages(stacks.config.__path__, "stacks.config."):
+        module = importlib.import_module(info.name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, Model) and cls is not Model and cls.__module__ == module.__name__:
+                found[cls.__name__] = cls
+    return found

@@ -295,7 +295,7 @@ def compare_stacks(old: str, stack: str, stack_file: Optional[Path], plan: Plan,
     try:
         u = compare(old_plan, plan, read.label, from_file=True)
     except ConfigError as exc:
-        raise StackLoadError("\n".join([str(exc), *(f"note: {n}" for n in read.notes)])) from exc
+        raise StackLoadError("\n".join([exc.offline, *(f"note: {n}" for n in read.notes)])) from exc
     unpinned = unpinned_note(plan)
     r = upgrade_report(replace(u, notes=(*read.notes, *u.notes, *([unpinned] if unpinned else []))))
     said = {j["name"] for j in r["jobs"]}

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from tests.config_support import trainer_defaults
+from tests.config_support import config_models, trainer_defaults
 from tests.harness import REPO
 from tests.python_source import parse
 
@@ -170,19 +170,6 @@ FED_BY: dict[tuple[str, str], tuple[tuple[str, ...], dict[str, str]]] = {
 }
 
 
-def _config_models() -> dict[str, Any]:
-    """Every config model class by name (:class:`stacks.config.base.Model`'s subclasses)."""
-    import stacks.config  # noqa: F401 - defines them
-    from stacks.config.base import Model
-
-    found, todo = {}, [Model]
-    while todo:
-        for sub in todo.pop().__subclasses__():
-            found[sub.__name__] = sub
-            todo.append(sub)
-    return found
-
-
 def _args_fields(module: str, cls: str) -> list[str]:
     """The fields of an Args TypedDict, with its bases' (:func:`typing.get_type_hints` order)."""
     return list(getattr(importlib.import_module(module), cls).__annotations__)
@@ -197,7 +184,7 @@ def shared_default_mismatches(
     collects what was."""
     from pydantic_core import PydanticUndefined
 
-    models = _config_models()
+    models = config_models()
     wrong = []
     for (module, cls), (names, renamed) in fed_by.items():
         for arg in _args_fields(module, cls):

@@ -5,13 +5,9 @@ reported, never ignored; here the program itself would ignore it). A field count
 it. The components' code does not count: a component argument of the same name is not the config key passed on."""
 
 import ast
-import importlib
-import inspect
-import pkgutil
 from typing import Iterable
 
-import stacks.config
-from stacks.config.base import Model
+from tests.config_support import config_models
 from tests.harness import REPO
 from tests.python_source import parse
 
@@ -50,12 +46,9 @@ def names_read(sources: Iterable[str]) -> set[str]:
 def config_fields() -> dict[str, list[str]]:
     """Each field name of the config models, with the models that have it."""
     found: dict[str, list[str]] = {}
-    for info in pkgutil.walk_packages(stacks.config.__path__, "stacks.config."):
-        module = importlib.import_module(info.name)
-        for _, cls in inspect.getmembers(module, inspect.isclass):
-            if issubclass(cls, Model) and cls is not Model and cls.__module__ == module.__name__:
-                for name in cls.model_fields:
-                    found.setdefault(name, []).append(cls.__name__)
+    for name, cls in config_models().items():
+        for field in cls.model_fields:
+            found.setdefault(field, []).append(name)
     return found
 
 

@@ -900,6 +900,7 @@ def test_from_a_git_revision(tmp_path: Path) -> None:
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD~1")
     assert code == 2 and out == ""
     assert "eks-training:cluster.kubernetesVersion: 1.34 -> 1.36 skips 1 minor" in err
+    assert "no resource" not in err  # plan --from creates nothing; only pulumi up's refusal says so
 
     code, _, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "no-such-revision")
     assert code == 2 and "git has no Pulumi.dev.yaml at revision 'no-such-revision'" in err
