@@ -684,6 +684,21 @@ SOURCES: Mapping[str, Source] = {
         "and a unique S3 bucket or prefix; auto import/export events NEW, CHANGED, DELETED; DataRepositoryPath "
         "s3://bucket/prefix/ (3-900 characters), FileSystemPath starting with / (up to 4096)",
     ),
+    "tf-fsx-dra-timeouts": Source(
+        url="https://registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/fsx_data_repository_association#timeouts",
+        shows="aws_fsx_data_repository_association waits 10 minutes by default for a create, an update and a delete "
+        "(internal/service/fsx/data_repository_association.go: until the association is AVAILABLE)",
+    ),
+    "fsx-dra-import-outlasts-default": Source(
+        url="https://github.com/aws-samples/amazon-eks-machine-learning-with-terraform-and-kubeflow/issues/112",
+        shows="an S3 import/export data repository association created through Terraform outlasted the 10-minute "
+        "default wait without an error in its creation; the project raised the wait to 30 minutes",
+    ),
+    "fsx-import-millions-of-objects": Source(
+        url="https://github.com/aws/aws-parallelcluster/issues/4211",
+        shows="an FSx for Lustre file system importing an S3 bucket of more than 4 million objects took over an "
+        "hour to create, under 20 minutes for a small bucket",
+    ),
     "fsx-quotas": Source(
         url="https://docs.aws.amazon.com/fsx/latest/LustreGuide/limits.html",
         shows="total Lustre storage for all file systems, default 100,800 GiB per Region; Service Quotas code "

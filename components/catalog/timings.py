@@ -117,6 +117,17 @@ PROVIDER_NODE_GROUP_WAIT = Duration(
     minutes=60.0, what="the provider's default wait", sources=("tf-eks-node-group-timeouts",)
 )
 
+#: How long `pulumi up` waits for the data repository association that imports the data bucket's listing
+#: (batch import on create): the association stays CREATING until the import ends, which grows with the bucket's
+#: objects. pulumi-aws would give up after 10 minutes, with the association still being made.
+FSX_IMPORT_ASSOCIATION_WAIT = Duration(
+    minutes=120.0,
+    what="the wait for a data repository association that imports an existing bucket's listing",
+    sources=("tf-fsx-dra-timeouts", "fsx-dra-import-outlasts-default", "fsx-import-millions-of-objects"),
+    estimate="no public figure per object; a bucket of over 4 million objects took more than an hour to import, so "
+    "twice that before `pulumi up` reports a failure",
+)
+
 #: A Kubernetes object whose creation Pulumi does not wait on beyond the API server's answer.
 KUBERNETES_OBJECT = Duration(
     minutes=0.05, what="another Kubernetes object (the API server's answer)", estimate="seconds"

@@ -33,6 +33,7 @@ from components.catalog import (
     fsx_capacity_problem,
 )
 from components.catalog.addons import POD_IDENTITY
+from components.catalog.timings import FSX_IMPORT_ASSOCIATION_WAIT
 from components.conventions import (
     COMMON_LABELS,
     DEFAULT_CLAIM_NAME,
@@ -60,6 +61,7 @@ from components.workloads.waits import await_annotations, await_seconds, await_t
 INIT_MOUNT = "/fsx"
 #: The volume-init Job's deadline (it changes the owner of a few folders: seconds, once the file system mounts).
 VOLUME_INIT_DEADLINE_S = 900
+_IMPORT_WAIT = f"{int(FSX_IMPORT_ASSOCIATION_WAIT.minutes)}m"
 
 
 class FsxLustreStorageArgs(TypedDict):
@@ -416,7 +418,10 @@ class FsxLustreStorage(pulumi.ComponentResource):
             delete_data_in_filesystem=False,
             s3={"auto_import_policy": {"events": events}},
             tags=s.tags,
-            opts=child,
+            # CREATING until the bucket's listing is imported: longer than the provider's 10 minutes for a large one
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create=_IMPORT_WAIT))
+            ),
         )
         associations: list[aws.fsx.DataRepositoryAssociation] = [datasets]
         export_repository_path: pulumi.Output[str] = pulumi.Output.from_input("")

@@ -22,8 +22,10 @@ from components.catalog import (
     FSX_THROUGHPUT_TIERS,
     fsx_capacity_problem,
 )
+from components.catalog.timings import FSX_IMPORT_ASSOCIATION_WAIT
 from components.iam import fsx_csi_static_controller_policy
 from components.scheduling import NODE_ROLE_LABEL
+from stacks.box.awaits import go_duration_s
 from stacks.config import ConfigError
 from tests.harness import (
     ACCOUNT,
@@ -46,6 +48,8 @@ EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 PV = "kubernetes:core/v1:PersistentVolume"
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 JOB = "kubernetes:batch/v1:Job"
+#: terraform-provider-aws's default wait for a data repository association (internal/service/fsx), in minutes.
+PROVIDER_DRA_WAIT_MINUTES = 10
 #: What the provider (terraform-provider-aws internal/service/fsx) accepts, independently of the catalog.
 PROVIDER_THROUGHPUT = {12, 40, 50, 100, 125, 200, 250, 500, 1000}
 PROVIDER_S3_PATH = re.compile(r"^s3://.{1,897}$")
@@ -169,6 +173,10 @@ class TestFsxStack:
         assert datasets.inputs["s3"] == {"autoImportPolicy": {"events": list(FSX_DRA_EVENTS)}}
         assert export.inputs["s3"] == {"autoExportPolicy": {"events": list(FSX_DRA_EVENTS)}}
         assert datasets.inputs["batchImportMetaDataOnCreate"] is True, "objects already in S3 appear at once"
+        # CREATING until the bucket's listing is imported: the provider's default wait would end first
+        assert go_duration_s(datasets.custom_timeouts["create"]) == FSX_IMPORT_ASSOCIATION_WAIT.minutes * 60
+        assert FSX_IMPORT_ASSOCIATION_WAIT.minutes > PROVIDER_DRA_WAIT_MINUTES
+        assert "create" not in export.custom_timeouts, "an export association imports nothing"
         for dra in (datasets, export):
             assert dra.deps_of("fileSystemId") == [fs.urn]
             assert dra.deps_of("dataRepositoryPath") == [bucket.urn]
