@@ -140,6 +140,8 @@ def compare(
         notes += _removed_team_notes(old_plan, new_plan)
         notes += _storage_class_notes(old_plan, new_plan)
         notes += _fsx_growth_notes(old_plan, new_plan)
+        notes += _fsx_metadata_notes(old_plan, new_plan)
+        notes += _fsx_throughput_notes(old_plan, new_plan)
     return Upgrade(
         old_label=old_label,
         old_minor=old_plan.config.cluster.kubernetes_version,
@@ -480,7 +482,54 @@ def _fsx_replaced(old_plan: Plan, new_plan: Plan) -> list[str]:
             f"{key('storage.fsx.metadataIops')} {fa.metadata_iops} -> {fb.metadata_iops}: FSx raises a file system's "
             "metadata IOPS but never lowers them"
         )
+    if fa.metadata_mode == "AUTOMATIC" and fb.metadata_mode == "USER_PROVISIONED":
+        # the provider compares the new IOPS with those in its state, which AUTOMATIC's read filled in
+        found.append(
+            f"{key('storage.fsx.metadataMode')} AUTOMATIC -> USER_PROVISIONED at {fb.metadata_iops} IOPS, if that is "
+            "below the IOPS AUTOMATIC gave the file system (FSx raises them with its capacity; "
+            f"`{_METADATA_IOPS_COMMAND}` prints them): set {key('storage.fsx.metadataIops')} to at least those"
+        )
     return found
+
+
+#: The AWS CLI command that prints an FSx file system's metadata IOPS (FSx's DescribeFileSystems).
+_METADATA_IOPS_COMMAND = (
+    "aws fsx describe-file-systems --file-system-ids FS_ID "
+    "--query FileSystems[0].LustreConfiguration.MetadataConfiguration.Iops"
+)
+
+
+def _fsx_throughput_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A new throughput tier of a file system the stack made: FSx switches its file servers in place
+    (UpdateFileSystem), and the file system may be unavailable meanwhile."""
+    a, b = old_plan.config.storage, new_plan.config.storage
+    fa, fb = a.fsx, b.fsx
+    if a.backend != "fsx" or b.backend != "fsx" or fa is None or fb is None or b.file_system_id is not None:
+        return []
+    if fa.throughput_per_tib == fb.throughput_per_tib or _fsx_replaced(old_plan, new_plan):
+        return []
+    return [
+        f"{key('storage.fsx.throughputPerTib')} {fa.throughput_per_tib} -> {fb.throughput_per_tib}: FSx switches the "
+        "file system's servers in place. It may be unavailable meanwhile, from moments up to an hour, and the jobs' "
+        "file operations wait: change it between jobs. The price follows the new tier"
+    ]
+
+
+def _fsx_metadata_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A file system the stack made switched from USER_PROVISIONED metadata IOPS back to AUTOMATIC: FSx refuses the
+    switch while the provisioned IOPS exceed AUTOMATIC's for the file system's capacity."""
+    a, b = old_plan.config.storage, new_plan.config.storage
+    fa, fb = a.fsx, b.fsx
+    if a.backend != "fsx" or b.backend != "fsx" or fa is None or fb is None or b.file_system_id is not None:
+        return []
+    if not (fa.metadata_mode == "USER_PROVISIONED" and fb.metadata_mode == "AUTOMATIC"):
+        return []
+    return [
+        f"{key('storage.fsx.metadataMode')} USER_PROVISIONED -> AUTOMATIC: FSx refuses the switch while the "
+        f"{fa.metadata_iops} IOPS provisioned exceed what AUTOMATIC gives a file system of "
+        f"{fb.storage_capacity_gib} GiB, and `pulumi up` then fails at the file system. FSx never lowers metadata "
+        f"IOPS: keep USER_PROVISIONED, or grow {key('storage.fsx.storageCapacityGib')} until AUTOMATIC reaches them"
+    ]
 
 
 def _addon_changes(

@@ -1171,6 +1171,16 @@ def _storage(stack: str, **settings: Any) -> dict[str, Any]:
             "lowers them: a new, empty file system; the old file system is deleted with its data "
             "(storage.retainOnDelete was not applied)",
         ),
+        (
+            "p5",
+            {P + "storage": {"backend": "fsx", "fsx": {"metadataMode": "AUTOMATIC"}}},
+            {P + "storage": {"backend": "fsx", "fsx": {"metadataMode": "USER_PROVISIONED", "metadataIops": 1500}}},
+            "eks-training:storage.fsx.metadataMode AUTOMATIC -> USER_PROVISIONED at 1500 IOPS, if that is below the "
+            "IOPS AUTOMATIC gave the file system (FSx raises them with its capacity; `aws fsx describe-file-systems "
+            "--file-system-ids FS_ID --query FileSystems[0].LustreConfiguration.MetadataConfiguration.Iops` prints "
+            "them): set eks-training:storage.fsx.metadataIops to at least those: a new, empty file system; the old "
+            "file system is deleted with its data (storage.retainOnDelete was not applied)",
+        ),
     ],
     ids=[
         "cluster name",
@@ -1183,6 +1193,7 @@ def _storage(stack: str, **settings: Any) -> dict[str, Any]:
         "fsx zone",
         "fsx smaller",
         "fsx fewer metadata iops",
+        "fsx metadata to user-provisioned",
     ],
 )
 def test_a_change_that_replaces_the_cluster_or_the_jobs_data_is_named(
@@ -1211,6 +1222,33 @@ def test_a_larger_fsx_file_system_keeps_the_data() -> None:
     assert "unavailable for a few minutes" in note and "The claim keeps its first size" in note
     assert "another increase within 6 hours" in note
     assert not [n for n in compare(plan_of("p5", preset("p5")), plan_of("p5", preset("p5"))).notes if "FSx grows" in n]
+
+
+def test_user_provisioned_metadata_back_to_automatic_says_fsx_may_refuse_it() -> None:
+    """FSx refuses a switch back to AUTOMATIC while the provisioned metadata IOPS exceed AUTOMATIC's for the capacity
+    (FSx's switch-provisioning-mode page): no data change, a note before `pulumi up` fails there."""
+    fsx = preset("p5")[P + "storage"]["fsx"]
+    provisioned = _storage("p5", fsx={**fsx, "metadataMode": "USER_PROVISIONED", "metadataIops": 12000})
+    u = compare(plan_of("p5", provisioned), plan_of("p5", _storage("p5", fsx={**fsx, "metadataMode": "AUTOMATIC"})))
+    assert u.data == ()
+    (note,) = [n for n in u.notes if "metadataMode" in n]
+    assert note.startswith("eks-training:storage.fsx.metadataMode USER_PROVISIONED -> AUTOMATIC: FSx refuses "), note
+    assert "12000 IOPS provisioned" in note and "1200 GiB" in note and "`pulumi up` then fails" in note
+    back = compare(plan_of("p5", provisioned), plan_of("p5", provisioned))
+    assert not [n for n in back.notes if "metadataMode" in n]
+
+
+def test_a_new_fsx_throughput_tier_says_the_file_system_may_pause() -> None:
+    """FSx switches the file servers for a new throughput tier (FSx's managing-throughput-capacity page): the data
+    stays, and the summary says the file system may be unavailable meanwhile."""
+    fsx = preset("p5")[P + "storage"]["fsx"]
+    faster = _storage("p5", fsx={**fsx, "throughputPerTib": 1000})
+    u = compare(plan_of("p5", preset("p5")), plan_of("p5", faster))
+    assert u.data == ()
+    (note,) = [n for n in u.notes if "throughputPerTib" in n]
+    assert note.startswith(f"eks-training:storage.fsx.throughputPerTib {fsx['throughputPerTib']} -> 1000: FSx "), note
+    assert "up to an hour" in note and "between jobs" in note
+    assert not [n for n in compare(plan_of("p5", faster), plan_of("p5", faster)).notes if "throughputPerTib" in n]
 
 
 def test_a_new_efs_capacity_of_claims_that_stay_is_refused() -> None:
