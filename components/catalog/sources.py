@@ -1077,6 +1077,11 @@ SOURCES: Mapping[str, Source] = {
         shows="cluster placement groups: launch the instances needed in a single request; adding more instances "
         "later increases the chance of an insufficient capacity error",
     ),
+    "eks-delete-managed-node-group": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/delete-managed-node-group.html",
+        shows="deleting a managed node group drains each node before its instance goes (SIGTERM, then each pod's "
+        "terminationGracePeriodSeconds); a node not drained after 5 minutes is terminated anyway",
+    ),
     "tf-eks-node-group-timeouts": Source(
         url="https://registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/eks_node_group#timeouts",
         shows="aws_eks_node_group waits 60 minutes by default for a create, an update and a delete; a failed version "

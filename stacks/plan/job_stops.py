@@ -48,6 +48,8 @@ class JobStop:
     moves_to: str = ""
     """The group its replaced object's pods select now (a group that goes): its pods leave this one when it is
     replaced, not when the group goes."""
+    grace_s: int = 0
+    """Its pods' grace period after SIGTERM (``stopGracePeriodSeconds``)."""
 
     def _past_limit(self) -> str:
         """The clause that says the roll fails the job, when it uses more retries than the job has."""
@@ -142,7 +144,9 @@ def job_stops(
     for name, job in old_plan.jobs.items():
         kind = KINDS[job.kind]
         limit = kind.failure_limit(job.config.max_restarts, job.nodes)
-        system_roll = group == old_plan.system.name != job.group.name and strategy in ("rolling", "shrink")
+        # etcd and the MPI launchers have no PodDisruptionBudget: a roll of the system group (whenIdle too), its
+        # shrink or its deletion moves them
+        system_roll = group == old_plan.system.name != job.group.name
         if system_roll and kind.launcher_on_system_group:
             out.append(JobStop(name, group, 1, strategy, keeps=0, surge=surge, failures=1, limit=limit, launcher=True))
         if system_roll and kind.needs_etcd(job.config):  # etcd runs as one pod there (EtcdRendezvous)
@@ -174,6 +178,7 @@ def job_stops(
                 limit=limit,
                 replaced=kind.job_object.kind if strategy == "delete" and name in replaced else "",
                 topology=topology,
+                grace_s=job.config.stop_grace_period_seconds,
             )
         )
     return tuple(out)

@@ -24,6 +24,9 @@ from stacks.plan.record import recorded_entry
 
 #: EKS's limit on a pod leaving a node during a managed node group update (source key ``eks-managed-node-update``).
 EVICTION_LIMIT_MINUTES = 15
+#: How long EKS lets a node of a group it deletes drain before it terminates it (source key
+#: ``eks-delete-managed-node-group``).
+DELETE_DRAIN_LIMIT_S = 300
 #: How the record (the output ``deployedVersions``) names the AMI release a group runs, as EKS reported it at the end
 #: of the update: ``<the group's config path>.releaseVersion``.
 RELEASE_SUFFIX = ".releaseVersion"

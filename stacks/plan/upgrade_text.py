@@ -11,6 +11,7 @@ from stacks.config import ConfigError
 from stacks.plan import Plan
 from stacks.plan.job_stops import JobStop
 from stacks.plan.minors import unpinned_note
+from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S
 from stacks.plan.old_config import plan_old
 from stacks.plan.upgrade import Upgrade, compare
 from stacks.stackfile import (
@@ -97,8 +98,14 @@ def _stop_text(j: JobStop) -> str:
             f"its {j.replaced} is replaced earlier in this update (below); new pods that start on the old group's "
             "nodes stop again when Pulumi deletes it"
         )
-    if j.strategy == "delete":
-        return f"stopped: all {j.pods} pod(s) go with the old group's nodes"
+    if j.strategy == "delete" and not (j.launcher or j.rendezvous):
+        stop = f"stopped: all {j.pods} pod(s) go with the old group's nodes"
+        if j.grace_s > DELETE_DRAIN_LIMIT_S:
+            stop += (
+                f"; EKS terminates a node not drained {DELETE_DRAIN_LIMIT_S // 60} minutes after it starts, so a "
+                f"stop checkpoint past that is cut short (its stopGracePeriodSeconds is {j.grace_s})"
+            )
+        return stop
     return j.what
 
 

@@ -175,6 +175,59 @@ def test_a_roll_says_what_each_kind_of_job_goes_through_and_when_its_retries_run
     assert not [j for j in _moved("p5", "train", rendezvousBackend="c10d")["systemNodeGroup"].jobs if j.rendezvous]
 
 
+def _system(stack: str, **settings: Any) -> Plan:
+    cfg = preset(stack)
+    cfg[P + "systemNodeGroup"] = {**cfg[P + "systemNodeGroup"], **settings}
+    return plan_of(stack, cfg)
+
+
+def test_a_replaced_or_whenidle_system_group_moves_etcd_and_the_mpi_launchers() -> None:
+    """etcd and an MPI job's launcher have no PodDisruptionBudget: the system group's replacement (EKS drains the old
+    nodes as it deletes them) and its roll under whenIdle move them as a rolling one does."""
+    (system,) = [
+        g
+        for g in compare(
+            plan_of("mpi-horovod", preset("mpi-horovod")), _system("mpi-horovod", instanceType="c5.4xlarge")
+        ).groups
+        if g.path == "systemNodeGroup"
+    ]
+    assert system.action == "replace"
+    assert [j.name for j in system.jobs if j.launcher] == ["nccl", "horovod"]
+    text = render_upgrade(
+        upgrade_report(
+            compare(plan_of("mpi-horovod", preset("mpi-horovod")), _system("mpi-horovod", instanceType="c5.4xlarge"))
+        )
+    )
+    assert "job nccl: its launcher (mpirun) is stopped once" in text, text
+    assert "stopped: all 1 pod(s)" not in text
+    cfg = preset("p5")
+    cfg[P + "jobs"]["train"]["rendezvousBackend"] = "etcd-v2"
+    cfg[P + "systemNodeGroup"] = {**cfg[P + "systemNodeGroup"], "updateStrategy": "whenIdle"}
+    rolled = copy.deepcopy(cfg)
+    rolled[P + "systemNodeGroup"]["diskSizeGib"] = 80
+    (system,) = [g for g in compare(plan_of("p5", cfg), plan_of("p5", rolled)).groups if g.path == "systemNodeGroup"]
+    assert system.action == "roll" and system.strategy == "whenIdle"
+    (moved,) = [j for j in system.jobs if j.rendezvous]
+    assert moved.name == "train" and "its rendezvous, etcd, moves to a new system node" in moved.what
+
+
+def test_a_deleted_group_says_a_stop_past_eks_drain_limit_is_cut_short() -> None:
+    """EKS terminates a node of a group it deletes once it has drained for 5 minutes (its delete-managed-node-group
+    page): a job whose grace period is longer may lose its stop checkpoint."""
+    old = preset("g6")
+    old[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 900
+    new = copy.deepcopy(old)
+    new[P + "nodeGroups"]["gpu"]["capacityType"] = "SPOT"
+    text = render_upgrade(upgrade_report(compare(plan_of("g6", old), plan_of("g6", new))))
+    assert (
+        "EKS terminates a node not drained 5 minutes after it starts, so a stop checkpoint past that is cut short "
+        "(its stopGracePeriodSeconds is 900)" in text
+    ), text
+    old[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 300
+    new[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 300
+    assert "cut short" not in render_upgrade(upgrade_report(compare(plan_of("g6", old), plan_of("g6", new))))
+
+
 def test_skipping_a_minor_is_refused_with_the_steps() -> None:
     old = plan_of("dev", variant("dev", kubernetesVersion="1.34"))
     new = plan_of("dev", variant("dev", kubernetesVersion="1.36"))
