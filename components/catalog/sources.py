@@ -348,6 +348,11 @@ SOURCES: Mapping[str, Source] = {
         shows="kubectl port-forward: containerd dials localhost:<port> inside the pod's network namespace (falling "
         "back to the pod IP from the node): the connection never arrives from another pod",
     ),
+    "efs-csi-node-restart": Source(
+        url="https://github.com/kubernetes-sigs/aws-efs-csi-driver/issues/973",
+        shows="the EFS CSI node pod runs the mounts' TLS tunnels (stunnel): while it restarts for an update, the "
+        "pods' file access on those mounts can hang until the new pod restarts the tunnels",
+    ),
     "efs-csi-node": Source(
         url="https://github.com/kubernetes-sigs/aws-efs-csi-driver/blob/master/charts/aws-efs-csi-driver/templates/"
         "node-daemonset.yaml",

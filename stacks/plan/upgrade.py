@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_version_for, addon_version_tuple
+from components.catalog.platform import STORAGE_ADDON
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION
 from stacks.config import ConfigError, key
 from stacks.config.base import quantity_value
@@ -134,6 +135,7 @@ def compare(
     notes += unrecorded_notes(new_plan, runs, deployed_versions)
     notes += _default_addon_notes(addons, new_minor)
     notes += _raised_default_notes(old_plan, new_plan, addons, eks_defaults)
+    notes += _mount_addon_notes(addons)
     notes += network_notes(old_plan, new_plan) if region is None else []
     if new_plan.config.cluster.stack_reference is None:  # the cluster stack's own settings
         notes += _service_range_notes(old_plan, new_plan)
@@ -387,6 +389,17 @@ def _default_addon_notes(addons: tuple[AddonChange, ...], minor: str) -> list[st
         f"describe-addon-versions --addon-name {a.name} --kubernetes-version {minor})"
         for a in addons
         if a.old is not None and a.new is None
+    ]
+
+
+def _mount_addon_notes(addons: tuple[AddonChange, ...]) -> list[str]:
+    """The EFS CSI driver moving: its node pods carry the mounts' TLS tunnels, so a running job's file access may
+    stall while they restart (source key ``efs-csi-node-restart``)."""
+    return [
+        f"{a.name}: its node pods restart on every node and carry the EFS mounts' TLS tunnels, so a running job's file "
+        "access may stall until the new pod restarts them: take this update between jobs"
+        for a in addons
+        if a.name == STORAGE_ADDON["efs"]
     ]
 
 

@@ -110,6 +110,23 @@ def test_one_minor_up_rolls_every_group_and_names_the_jobs_it_stops() -> None:
     assert "group at 20 min a node\n    counted: an autoscaled group at its maxSize, 4 min more" in text, text
 
 
+def test_the_efs_csi_driver_moving_says_the_mounts_may_stall() -> None:
+    """The EFS CSI driver's node pods carry the mounts' TLS tunnels (aws-efs-csi-driver#973): when it moves, a
+    running job's file access may stall, and the summary says to take the update between jobs."""
+    u = compare(
+        plan_of("dev", variant("dev", kubernetesVersion="1.35")),
+        plan_of("dev", variant("dev", kubernetesVersion="1.36")),
+    )
+    assert "aws-efs-csi-driver" in {a.name for a in u.addons}
+    (note,) = [n for n in u.notes if n.startswith("aws-efs-csi-driver: its node pods restart")]
+    assert "file access may stall" in note and "between jobs" in note
+    fsx = compare(
+        plan_of("p5", variant("p5", kubernetesVersion="1.35")), plan_of("p5", variant("p5", kubernetesVersion="1.36"))
+    )
+    assert "aws-efs-csi-driver" not in {a.name for a in fsx.addons}
+    assert not [n for n in fsx.notes if "TLS tunnels" in n]
+
+
 def test_the_expected_duration_counts_defaults_first_new_nodes_only_where_the_slowest_group_takes_them() -> None:
     """The summary's model of the duration, and its legend, agree: a roll of p5's EFA group alone (MINIMAL: no new
     node first) is its nodes' time, and the legend names no DEFAULT; a one-minor move's slowest group is the system
