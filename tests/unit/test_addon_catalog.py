@@ -48,7 +48,15 @@ def test_every_dcgm_table_knows_every_nvidia_type_of_the_catalog() -> None:
     DaemonSet runs on it (and a version missing it publishes no GPU metrics, or watches no GPU health)."""
     for addon, c in DCGM_INSTANCE_TYPES.items():
         assert c.addon == addon and addon in EKS_ADDONS
-        assert sorted(c.instance_types) == NVIDIA_TYPES, addon
+        missing, extra = (
+            sorted(set(NVIDIA_TYPES) - set(c.instance_types)),
+            sorted(set(c.instance_types) - set(NVIDIA_TYPES)),
+        )
+        assert not missing and not extra, (
+            f"{addon}: DCGM_INSTANCE_TYPES (components/catalog/addons.py) misses {missing} and names {extra}, which "
+            "the catalog's NVIDIA types do not: give each type its line (the add-on versions whose DCGM DaemonSet runs "
+            "on it)"
+        )
         assert all(_well_formed(r) for r in c.instance_types.values()), addon
         assert c.sources and all(s in SOURCES for s in c.sources)
 

@@ -12,6 +12,9 @@ from typing import Any, Callable, Optional
 import pytest
 import yaml
 
+from components.catalog import HOURS_PER_MONTH, SERVICE_PRICES
+from components.catalog.instances import INSTANCE_TYPES
+from components.nodeplan import DEFAULT_DISK_SIZE_GIB
 from stacks.benchmark import cli, driver, layout
 from stacks.config.benchmark import RUN_ENV
 from tests.harness import REPO
@@ -415,9 +418,14 @@ def test_dry_run_says_what_each_pod_starts_and_a_price_it_does_not_know(
     calls: list[str] = []
     code, out, _ = run_cli(["--stack", "mine", "--dry-run", "--run", "run-1"], calls)
     assert code == driver.EXIT_OK, out
+    # two nodes at the catalog's On-Demand price, each with its default root volume (gp3, billed by the month)
+    node = (
+        INSTANCE_TYPES["g5.12xlarge"].price_per_hour
+        + DEFAULT_DISK_SIZE_GIB * SERVICE_PRICES["ebs-gp3"].usd / HOURS_PER_MONTH
+    )
     assert (
         "tf-2: tensorflow, 2 x g5.12xlarge (group gpu), 1 process (the command; PROCS_PER_NODE=4 in its environment) "
-        "per node, image tensorflow, $11.3659/h of nodes" in out
+        f"per node, image tensorflow, ${2 * node:.4f}/h of nodes" in out
     ), out
     assert (
         "cpu-1: command, 1 x x9.xlarge (group cpu), 1 process (the command; PROCS_PER_NODE=1 in its environment) "
