@@ -449,12 +449,17 @@ def test_a_changed_block_is_found_stale(tmp_path: Path) -> None:
 
 def test_a_minor_the_tutorials_tell_you_to_pin_is_the_default() -> None:
     """The tutorials show the minor to pin as YAML (deploy-dev.md, "Make your copy"), and the README's quick start
-    writes it into the copy: the default a new stack gets, which moves with the catalog."""
+    and the how-to guides' copy commands (mpi.md) write it into the copy: the default a new stack gets, which moves
+    with the catalog."""
     from components.catalog import DEFAULT_KUBERNETES_VERSION
 
     shown = [
         (page.name, minor)
-        for page in [REPO / "README.md", *sorted((DOCS / "tutorials").glob("*.md"))]
+        for page in [
+            REPO / "README.md",
+            *sorted((DOCS / "tutorials").glob("*.md")),
+            *sorted((DOCS / "how-to").glob("*.md")),
+        ]
         for minor in re.findall(r"kubernetesVersion: '([\d.]+)'", page.read_text())
     ]
     assert ("deploy-dev.md", DEFAULT_KUBERNETES_VERSION) in shown and ("README.md", DEFAULT_KUBERNETES_VERSION) in shown
