@@ -61,7 +61,8 @@ class ClusterConfig(Model):
     log_retention_days: int = Field(
         default=DEFAULT_CLUSTER_LOG_RETENTION_DAYS, json_schema_extra=reference(allowed=LOG_RETENTION_DAYS)
     )
-    """CloudWatch retention of the control-plane log group, in days."""
+    """CloudWatch retention, in days, of the control-plane log group and, with operations.metrics, of the
+    container-log groups (application, dataplane, host, performance)."""
     admin_role_arns: list[str] = Field(default_factory=list)
     """IAM role ARNs given cluster-admin access entries (the identity running `pulumi up` is admin as the cluster's
     creator)."""
