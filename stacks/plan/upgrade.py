@@ -19,6 +19,7 @@ from components.catalog.platform import STORAGE_ADDON
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION
 from stacks.config import ConfigError, key
 from stacks.config.base import quantity_value
+from stacks.config.storage import FsxConfig
 from stacks.plan import Plan
 from stacks.plan.flavor_change import flavor_problems
 from stacks.plan.group_changes import (
@@ -237,13 +238,21 @@ def _claim_size_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     ]
 
 
+def _made_fsx(old_plan: Plan, new_plan: Plan) -> Optional[tuple[FsxConfig, FsxConfig]]:
+    """The old and new FSx settings of a file system the stack made and keeps on FSx (not an adopted one)."""
+    a, b = old_plan.config.storage, new_plan.config.storage
+    if a.backend != "fsx" or b.backend != "fsx" or a.fsx is None or b.fsx is None or b.file_system_id is not None:
+        return None
+    return a.fsx, b.fsx
+
+
 def _fsx_growth_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     """A larger FSx file system the stack made grows in place (FSx's UpdateFileSystem): what the jobs see meanwhile.
     Its claim keeps the size it was made with (:func:`components.storage.csi.shared_claim`)."""
-    a, b = old_plan.config.storage, new_plan.config.storage
-    fa, fb = a.fsx, b.fsx
-    if a.backend != "fsx" or b.backend != "fsx" or fa is None or fb is None or b.file_system_id is not None:
+    both = _made_fsx(old_plan, new_plan)
+    if both is None:
         return []
+    fa, fb = both
     if fb.storage_capacity_gib <= fa.storage_capacity_gib or _fsx_replaced(old_plan, new_plan):
         return []
     return [
@@ -515,10 +524,10 @@ _METADATA_IOPS_COMMAND = (
 def _fsx_throughput_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     """A new throughput tier of a file system the stack made: FSx switches its file servers in place
     (UpdateFileSystem), and the file system may be unavailable meanwhile."""
-    a, b = old_plan.config.storage, new_plan.config.storage
-    fa, fb = a.fsx, b.fsx
-    if a.backend != "fsx" or b.backend != "fsx" or fa is None or fb is None or b.file_system_id is not None:
+    both = _made_fsx(old_plan, new_plan)
+    if both is None:
         return []
+    fa, fb = both
     if fa.throughput_per_tib == fb.throughput_per_tib or _fsx_replaced(old_plan, new_plan):
         return []
     return [
@@ -531,10 +540,10 @@ def _fsx_throughput_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
 def _fsx_metadata_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     """A file system the stack made switched from USER_PROVISIONED metadata IOPS back to AUTOMATIC: FSx refuses the
     switch while the provisioned IOPS exceed AUTOMATIC's for the file system's capacity."""
-    a, b = old_plan.config.storage, new_plan.config.storage
-    fa, fb = a.fsx, b.fsx
-    if a.backend != "fsx" or b.backend != "fsx" or fa is None or fb is None or b.file_system_id is not None:
+    both = _made_fsx(old_plan, new_plan)
+    if both is None:
         return []
+    fa, fb = both
     if not (fa.metadata_mode == "USER_PROVISIONED" and fb.metadata_mode == "AUTOMATIC"):
         return []
     return [
