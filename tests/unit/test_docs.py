@@ -401,6 +401,58 @@ def _user_facing_texts() -> dict[str, str]:
     return {str(p.relative_to(REPO)): p.read_text() for p in pages if "_build" not in p.parts}
 
 
+#: A shell block of a user page: its first line's number and its lines.
+_SHELL_BLOCK = re.compile(r"^```(?:bash|sh|shell)\n(.*?)^```", re.M | re.S)
+#: A command that asks at the terminal before it acts (no --yes).
+_ASKS = re.compile(r"\bpulumi (?:up|destroy)\b(?!.*--yes)")
+
+
+def _shell_blocks() -> list[tuple[str, int, list[str]]]:
+    """Every shell block of the pages a user reads (not the contributors' pages, whose commands run on Linux)."""
+    blocks = []
+    for name, text in _user_facing_texts().items():
+        if name.startswith("docs/contributing/"):
+            continue
+        for m in _SHELL_BLOCK.finditer(text):
+            blocks.append((name, text.count("\n", 0, m.start()) + 1, m.group(1).splitlines()))
+    return blocks
+
+
+def pasted_block_problems(blocks: list[tuple[str, int, list[str]]]) -> list[str]:
+    """What goes wrong when a user pastes a block whole: a line after `pulumi up` or `pulumi destroy` becomes the
+    answer to its question, and a `#` line is a command in zsh (macOS's shell, without interactivecomments; a pasted
+    block is read whole, so a setopt in it comes too late)."""
+    found = []
+    for name, line, lines in blocks:
+        asks = [i for i, text in enumerate(lines) if _ASKS.search(text)]
+        if asks and asks[0] < len(lines) - 1:
+            found.append(
+                f"{name}:{line}: a line after `{lines[asks[0]].strip()}` answers its question: end the block there"
+            )
+        found += [
+            f"{name}:{line}: a comment line in zsh is a command: {t.strip()}"
+            for t in lines
+            if t.lstrip().startswith("#")
+        ]
+    return found
+
+
+def test_a_block_pasted_whole_runs_as_written_in_bash_and_zsh() -> None:
+    blocks = _shell_blocks()
+    assert {"README.md", "docs/tutorials/deploy-dev.md"} <= {name for name, _, _ in blocks}
+    assert pasted_block_problems(blocks) == []
+    # the check can fail: a block that goes on after pulumi up, and one with a comment line
+    bad = [
+        ("page.md", 1, ["pulumi up --stack dev", "pulumi stack output jobs"]),
+        ("page.md", 9, ["# 1. Install", "ls"]),
+    ]
+    assert [p.split(": ", 1)[1][:20] for p in pasted_block_problems(bad)] == [
+        "a line after `pulumi",
+        "a comment line in zs",
+    ]
+    assert pasted_block_problems([("page.md", 1, ["pulumi destroy --stack dev --yes", "ls"])]) == []
+
+
 def test_the_docs_have_no_placeholder_install_line() -> None:
     texts = _user_facing_texts()
     for name, text in texts.items():
