@@ -1087,6 +1087,11 @@ SOURCES: Mapping[str, Source] = {
         shows="deleting a managed node group drains each node before its instance goes (SIGTERM, then each pod's "
         "terminationGracePeriodSeconds); a node not drained after 5 minutes is terminated anyway",
     ),
+    "eks-ami-graceful-shutdown": Source(
+        url="https://github.com/awslabs/amazon-eks-ami/pull/2390",
+        shows="EKS's AL2023 AMIs for Kubernetes 1.34 and later set the kubelet's graceful node shutdown: 150 s in "
+        "all, the last 30 s for critical pods, so other pods get at most 120 s when their node shuts down",
+    ),
     "tf-eks-node-group-timeouts": Source(
         url="https://registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/eks_node_group#timeouts",
         shows="aws_eks_node_group waits 60 minutes by default for a create, an update and a delete; a failed version "

@@ -27,6 +27,9 @@ EVICTION_LIMIT_MINUTES = 15
 #: How long EKS lets a node of a group it deletes drain before it terminates it (source key
 #: ``eks-delete-managed-node-group``).
 DELETE_DRAIN_LIMIT_S = 300
+#: The most a pod gets after SIGTERM when its node shuts down: the kubelet's graceful shutdown on EKS's AL2023 nodes,
+#: less the share kept for critical pods (source key ``eks-ami-graceful-shutdown``).
+NODE_SHUTDOWN_GRACE_S = 120
 #: How the record (the output ``deployedVersions``) names the AMI release a group runs, as EKS reported it at the end
 #: of the update: ``<the group's config path>.releaseVersion``.
 RELEASE_SUFFIX = ".releaseVersion"

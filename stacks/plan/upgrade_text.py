@@ -11,7 +11,7 @@ from stacks.config import ConfigError
 from stacks.plan import Plan
 from stacks.plan.job_stops import JobStop
 from stacks.plan.minors import unpinned_note
-from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S
+from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S, NODE_SHUTDOWN_GRACE_S
 from stacks.plan.old_config import plan_old
 from stacks.plan.upgrade import Upgrade, compare
 from stacks.stackfile import (
@@ -100,10 +100,12 @@ def _stop_text(j: JobStop) -> str:
         )
     if j.strategy == "delete" and not (j.launcher or j.rendezvous):
         stop = f"stopped: all {j.pods} pod(s) go with the old group's nodes"
-        if j.grace_s > DELETE_DRAIN_LIMIT_S:
+        if j.grace_s > NODE_SHUTDOWN_GRACE_S:
+            # EKS drains through evictions, which the job's budget holds back; the node then shuts down
             stop += (
-                f"; EKS terminates a node not drained {DELETE_DRAIN_LIMIT_S // 60} minutes after it starts, so a "
-                f"stop checkpoint past that is cut short (its stopGracePeriodSeconds is {j.grace_s})"
+                f"; EKS evicts them as their budget allows, then terminates a node still draining after "
+                f"{DELETE_DRAIN_LIMIT_S // 60} minutes, and a pod still on it gets at most {NODE_SHUTDOWN_GRACE_S} s "
+                f"to stop: a stop checkpoint past that is cut short (its stopGracePeriodSeconds is {j.grace_s})"
             )
         return stop
     return j.what

@@ -228,20 +228,21 @@ def test_a_replaced_or_whenidle_system_group_moves_etcd_and_the_mpi_launchers() 
     assert moved.name == "train" and "its rendezvous, etcd, moves to a new system node" in moved.what
 
 
-def test_a_deleted_group_says_a_stop_past_eks_drain_limit_is_cut_short() -> None:
-    """EKS terminates a node of a group it deletes once it has drained for 5 minutes (its delete-managed-node-group
-    page): a job whose grace period is longer may lose its stop checkpoint."""
+def test_a_deleted_group_says_a_stop_past_the_nodes_shutdown_is_cut_short() -> None:
+    """EKS deletes a group's nodes through evictions, which the job's budget holds back, and terminates a node still
+    draining after 5 minutes (its delete-managed-node-group page); a pod still there gets the kubelet's graceful
+    shutdown, at most 120 s on EKS's AL2023 nodes (amazon-eks-ami#2390): a longer grace period may be cut short."""
     old = preset("g6")
-    old[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 900
+    old[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 300
     new = copy.deepcopy(old)
     new[P + "nodeGroups"]["gpu"]["capacityType"] = "SPOT"
     text = render_upgrade(upgrade_report(compare(plan_of("g6", old), plan_of("g6", new))))
     assert (
-        "EKS terminates a node not drained 5 minutes after it starts, so a stop checkpoint past that is cut short "
-        "(its stopGracePeriodSeconds is 900)" in text
+        "then terminates a node still draining after 5 minutes, and a pod still on it gets at most 120 s to stop: a "
+        "stop checkpoint past that is cut short (its stopGracePeriodSeconds is 300)" in text
     ), text
-    old[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 300
-    new[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 300
+    old[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 120
+    new[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 120
     assert "cut short" not in render_upgrade(upgrade_report(compare(plan_of("g6", old), plan_of("g6", new))))
 
 
