@@ -689,6 +689,18 @@ SOURCES: Mapping[str, Source] = {
         "and a unique S3 bucket or prefix; auto import/export events NEW, CHANGED, DELETED; DataRepositoryPath "
         "s3://bucket/prefix/ (3-900 characters), FileSystemPath starting with / (up to 4096)",
     ),
+    "tf-fsx-lustre-timeouts": Source(
+        url="https://registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/fsx_lustre_file_system#timeouts",
+        shows="aws_fsx_lustre_file_system waits 30 minutes by default for a create, an update and a delete; an "
+        "update waits until the file system is AVAILABLE and its FILE_SYSTEM_UPDATE action completed or optimizing "
+        "(internal/service/fsx/lustre_file_system.go)",
+    ),
+    "fsx-throughput-change": Source(
+        url="https://docs.aws.amazon.com/ja_jp/fsx/latest/LustreGuide/managing-throughput-capacity.html",
+        shows="a new throughput tier makes FSx switch the SSD file system's file servers; while the throughput "
+        "scales, the file system can be unavailable for up to an hour (the guide's current edition, machine-translated "
+        "from the English one; the English how-to page says a very brief period)",
+    ),
     "tf-fsx-dra-timeouts": Source(
         url="https://registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/fsx_data_repository_association#timeouts",
         shows="aws_fsx_data_repository_association waits 10 minutes by default for a create, an update and a delete "

@@ -117,15 +117,25 @@ PROVIDER_NODE_GROUP_WAIT = Duration(
     minutes=60.0, what="the provider's default wait", sources=("tf-eks-node-group-timeouts",)
 )
 
-#: How long `pulumi up` waits for the data repository association that imports the data bucket's listing
-#: (batch import on create): the association stays CREATING until the import ends, which grows with the bucket's
-#: objects. pulumi-aws would give up after 10 minutes, with the association still being made.
+#: How long `pulumi up` waits for the data repository association that imports the data bucket's listing (batch
+#: import on create). Its creation has outlasted the provider's 10 minutes, and pulumi-aws then fails while FSx goes
+#: on making it. FSx runs the listing's import after the association is made.
 FSX_IMPORT_ASSOCIATION_WAIT = Duration(
     minutes=120.0,
     what="the wait for a data repository association that imports an existing bucket's listing",
     sources=("tf-fsx-dra-timeouts", "fsx-dra-import-outlasts-default", "fsx-import-millions-of-objects"),
-    estimate="no public figure per object; a bucket of over 4 million objects took more than an hour to import, so "
-    "twice that before `pulumi up` reports a failure",
+    estimate="no public figure for an association's creation; one outlasted 10 minutes, and an import of a bucket of "
+    "over 4 million objects at a file system's creation took more than an hour, so two hours before `pulumi up` "
+    "reports a failure",
+)
+
+#: How long `pulumi up` waits for an FSx file system's update: a new throughput tier can keep it unavailable for up
+#: to an hour, longer than the provider's 30 minutes.
+FSX_UPDATE_WAIT = Duration(
+    minutes=90.0,
+    what="the wait for an FSx file system's update (a new throughput tier, more capacity or metadata IOPS)",
+    sources=("tf-fsx-lustre-timeouts", "fsx-throughput-change"),
+    estimate="the hour FSx gives for a throughput change, and half as much again before `pulumi up` reports a failure",
 )
 
 #: A Kubernetes object whose creation Pulumi does not wait on beyond the API server's answer.

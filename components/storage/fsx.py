@@ -33,7 +33,7 @@ from components.catalog import (
     fsx_capacity_problem,
 )
 from components.catalog.addons import POD_IDENTITY
-from components.catalog.timings import FSX_IMPORT_ASSOCIATION_WAIT
+from components.catalog.timings import FSX_IMPORT_ASSOCIATION_WAIT, FSX_UPDATE_WAIT
 from components.conventions import (
     COMMON_LABELS,
     DEFAULT_CLAIM_NAME,
@@ -385,8 +385,14 @@ class FsxLustreStorage(pulumi.ComponentResource):
             # The data's durable copy is S3 (import, and export of the results directory).
             automatic_backup_retention_days=0,
             tags={**s.tags, "Name": f"{name}-lustre"},
-            # The rules creation checks exist before the file system and go after it.
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=s.retain, depends_on=checked),
+            # The rules creation checks exist before the file system and go after it. An update (a new throughput
+            # tier above all) can outlast the provider's 30 minutes.
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                retain_on_delete=s.retain,
+                depends_on=checked,
+                custom_timeouts=pulumi.CustomTimeouts(update=f"{int(FSX_UPDATE_WAIT.minutes)}m"),
+            ),
         )
 
     def _data_repository(

@@ -519,6 +519,10 @@ _METADATA_IOPS_COMMAND = (
     "aws fsx describe-file-systems --file-system-ids FS_ID "
     "--query FileSystems[0].LustreConfiguration.MetadataConfiguration.Iops"
 )
+#: The AWS CLI command that switches an FSx file system's metadata to AUTOMATIC (FSx's UpdateFileSystem, no IOPS).
+_AUTOMATIC_COMMAND = (
+    "aws fsx update-file-system --file-system-id FS_ID --lustre-configuration 'MetadataConfiguration={Mode=AUTOMATIC}'"
+)
 
 
 def _fsx_throughput_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
@@ -532,14 +536,17 @@ def _fsx_throughput_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
         return []
     return [
         f"{key('storage.fsx.throughputPerTib')} {fa.throughput_per_tib} -> {fb.throughput_per_tib}: FSx switches the "
-        "file system's servers in place. It may be unavailable meanwhile, from moments up to an hour, and the jobs' "
-        "file operations wait: change it between jobs. The price follows the new tier"
+        "file system's servers in place. It may be unavailable meanwhile, from moments up to an hour (`pulumi up` "
+        "waits up to 90 min), and the jobs' file operations wait: change it between jobs. The price follows the new "
+        "tier"
     ]
 
 
 def _fsx_metadata_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
-    """A file system the stack made switched from USER_PROVISIONED metadata IOPS back to AUTOMATIC: FSx refuses the
-    switch while the provisioned IOPS exceed AUTOMATIC's for the file system's capacity."""
+    """A file system the stack made switched from USER_PROVISIONED metadata IOPS back to AUTOMATIC: the provider
+    sends the IOPS its state holds with the mode, where FSx takes none (terraform-provider-aws
+    ``expandLustreMetadataUpdateConfiguration``; FSx's UpdateFileSystemLustreMetadataConfiguration), and FSx refuses
+    the switch while the IOPS exceed AUTOMATIC's for the capacity."""
     both = _made_fsx(old_plan, new_plan)
     if both is None:
         return []
@@ -547,10 +554,10 @@ def _fsx_metadata_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     if not (fa.metadata_mode == "USER_PROVISIONED" and fb.metadata_mode == "AUTOMATIC"):
         return []
     return [
-        f"{key('storage.fsx.metadataMode')} USER_PROVISIONED -> AUTOMATIC: FSx refuses the switch while the "
-        f"{fa.metadata_iops} IOPS provisioned exceed what AUTOMATIC gives a file system of "
-        f"{fb.storage_capacity_gib} GiB, and `pulumi up` then fails at the file system. FSx never lowers metadata "
-        f"IOPS: keep USER_PROVISIONED, or grow {key('storage.fsx.storageCapacityGib')} until AUTOMATIC reaches them"
+        f"{key('storage.fsx.metadataMode')} USER_PROVISIONED -> AUTOMATIC: the provider sends the {fa.metadata_iops} "
+        "IOPS with the new mode, which FSx refuses, so `pulumi up` would fail at the file system. Switch it yourself "
+        f"first: `{_AUTOMATIC_COMMAND}`, then `pulumi refresh`. FSx also refuses while the IOPS exceed what AUTOMATIC "
+        f"gives {fb.storage_capacity_gib} GiB: it never lowers them, so keep USER_PROVISIONED then"
     ]
 
 

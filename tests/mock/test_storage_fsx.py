@@ -22,7 +22,7 @@ from components.catalog import (
     FSX_THROUGHPUT_TIERS,
     fsx_capacity_problem,
 )
-from components.catalog.timings import FSX_IMPORT_ASSOCIATION_WAIT
+from components.catalog.timings import FSX_IMPORT_ASSOCIATION_WAIT, FSX_UPDATE_WAIT
 from components.iam import fsx_csi_static_controller_policy
 from components.scheduling import NODE_ROLE_LABEL
 from stacks.box.awaits import go_duration_s
@@ -177,6 +177,8 @@ class TestFsxStack:
         assert go_duration_s(datasets.custom_timeouts["create"]) == FSX_IMPORT_ASSOCIATION_WAIT.minutes * 60
         assert FSX_IMPORT_ASSOCIATION_WAIT.minutes > PROVIDER_DRA_WAIT_MINUTES
         assert "create" not in export.custom_timeouts, "an export association imports nothing"
+        # a new throughput tier can keep the file system unavailable for up to an hour: more than the provider's wait
+        assert go_duration_s(fs.custom_timeouts["update"]) == FSX_UPDATE_WAIT.minutes * 60 > 3600
         for dra in (datasets, export):
             assert dra.deps_of("fileSystemId") == [fs.urn]
             assert dra.deps_of("dataRepositoryPath") == [bucket.urn]

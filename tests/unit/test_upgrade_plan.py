@@ -1295,16 +1295,19 @@ def test_a_larger_fsx_file_system_keeps_the_data() -> None:
     assert not [n for n in compare(plan_of("p5", preset("p5")), plan_of("p5", preset("p5"))).notes if "FSx grows" in n]
 
 
-def test_user_provisioned_metadata_back_to_automatic_says_fsx_may_refuse_it() -> None:
-    """FSx refuses a switch back to AUTOMATIC while the provisioned metadata IOPS exceed AUTOMATIC's for the capacity
-    (FSx's switch-provisioning-mode page): no data change, a note before `pulumi up` fails there."""
+def test_user_provisioned_metadata_back_to_automatic_says_to_switch_it_outside_pulumi() -> None:
+    """The provider sends the IOPS in its state with AUTOMATIC, which FSx takes without IOPS (terraform-provider-aws
+    expandLustreMetadataUpdateConfiguration; FSx's UpdateFileSystemLustreMetadataConfiguration), and FSx refuses the
+    switch while the IOPS exceed AUTOMATIC's (its switch-provisioning-mode page): no data change, a note with the
+    command that makes the switch."""
     fsx = preset("p5")[P + "storage"]["fsx"]
     provisioned = _storage("p5", fsx={**fsx, "metadataMode": "USER_PROVISIONED", "metadataIops": 12000})
     u = compare(plan_of("p5", provisioned), plan_of("p5", _storage("p5", fsx={**fsx, "metadataMode": "AUTOMATIC"})))
     assert u.data == ()
     (note,) = [n for n in u.notes if "metadataMode" in n]
-    assert note.startswith("eks-training:storage.fsx.metadataMode USER_PROVISIONED -> AUTOMATIC: FSx refuses "), note
-    assert "12000 IOPS provisioned" in note and "1200 GiB" in note and "`pulumi up` then fails" in note
+    assert note.startswith("eks-training:storage.fsx.metadataMode USER_PROVISIONED -> AUTOMATIC: the provider "), note
+    assert "sends the 12000 IOPS with the new mode" in note and "`pulumi up` would fail" in note
+    assert "'MetadataConfiguration={Mode=AUTOMATIC}'`, then `pulumi refresh`" in note and "1200 GiB" in note
     back = compare(plan_of("p5", provisioned), plan_of("p5", provisioned))
     assert not [n for n in back.notes if "metadataMode" in n]
 
