@@ -22,6 +22,7 @@ from components.catalog import HELM_CHARTS, MANIFESTS
 from components.catalog.charts import CHART_IMAGES, chart_image_values
 from components.conventions import KUEUE_NAMESPACE
 from components.helm import pinned_release
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.workloads.job_objects import JOB_OBJECTS
 
 #: The job kinds the stacks render, as Kueue's integration names.
@@ -329,6 +330,7 @@ class Admission(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AdmissionArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:Admission", name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         chart = HELM_CHARTS["kueue"]
         specs = _specs(args, chart.version)
         release = pinned_release(

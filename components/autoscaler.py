@@ -19,6 +19,7 @@ from typing_extensions import NotRequired
 from components.catalog import CLUSTER_AUTOSCALER, MANIFESTS, chart_image_values
 from components.helm import pinned_release
 from components.iam import autoscaler_policy
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.pod_identity import pod_identity_role
 from components.scheduling import system_node_selector
 
@@ -135,6 +136,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ClusterAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:ClusterAutoscaler", name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         cluster_name = pulumi.Output.from_input(args["cluster_name"])
         identity = pod_identity_role(
             self,

@@ -16,6 +16,7 @@ from typing_extensions import NotRequired
 
 from components.catalog import CHART_IMAGES, HELM_CHARTS, chart_image_values
 from components.helm import pinned_release
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.scheduling import EFA_LABEL, GPU_LABEL
 
 #: A device plugin runs on every node its selector picks, whatever the node's taints: the GPU taint, a group's own
@@ -103,6 +104,7 @@ class DevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: DevicePluginArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:DevicePlugin", name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         plugin = DEVICE_PLUGINS.get(args["kind"])
         if plugin is None:
             raise ValueError(f"{name}: kind must be one of {', '.join(DEVICE_PLUGINS)}, got {args['kind']!r}")

@@ -21,6 +21,7 @@ from components.catalog.addons import POD_IDENTITY
 from components.catalog.platform import STORAGE_ADDON
 from components.conventions import COMMON_LABELS, DEFAULT_CLAIM_NAME, DEFAULT_NAMESPACE, TRAINING_IMAGE_UID
 from components.iam import managed_policy_arn
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.partition import current_partition
 from components.storage.csi import CsiDriverArgs, csi_addon, shared_claim, training_namespace
 from components.storage.defaults import (
@@ -103,6 +104,7 @@ class EfsStorage(pulumi.ComponentResource):
         # at once instead of once the cluster's nodes are up (components/storage/providers.py)
         opts, kubernetes = split_kubernetes_provider(opts)
         super().__init__("eks-training:index:EfsStorage", name, None, opts)
+        warn_without_kubernetes_provider(self, name, kubernetes)
         sg = self._security_group(name, args, tags)
         file_system_id = self._file_system(name, args, tags, retain)
         mount_targets = [

@@ -42,6 +42,7 @@ from components.conventions import (
     TRAINING_IMAGE_UID,
 )
 from components.iam import fsx_csi_static_controller_policy
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.naming import k8s_name
 from components.private_bucket import private_bucket
 from components.quantities import mebibytes
@@ -222,6 +223,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
         # at once instead of once the cluster's nodes are up (components/storage/providers.py)
         opts, kubernetes = split_kubernetes_provider(opts)
         super().__init__("eks-training:index:FsxLustreStorage", name, None, opts)
+        warn_without_kubernetes_provider(self, name, kubernetes)
         s = _settings(name, args)
         sg_id, checked, rules = self._security_group(name, args, s)
         file_system = self._file_system(name, args, s, sg_id, checked)

@@ -18,6 +18,7 @@ from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, JOB_LABEL, SHARED_MOUNT
 from components.iam import s3_write_prefix_policy
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.partition import current_partition
 from components.pod_identity import pod_identity_role
 from components.private_bucket import private_bucket
@@ -124,6 +125,7 @@ class BenchmarkCollector(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: BenchmarkCollectorArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:BenchmarkCollector", name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         _check(name, args)
         labels = {**COMMON_LABELS, "app.kubernetes.io/name": "benchmark-collector", "eks-training/run": args["run"]}
         run_prefix = f"{args['prefix']}{args['run']}/"

@@ -8,6 +8,7 @@ from typing_extensions import NotRequired
 
 from components.catalog import IMAGES
 from components.conventions import COMMON_LABELS, ETCD_APP, IMAGE_PULL_POLICY, NO_EVICT, TRAINING_IMAGE_UID
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.naming import k8s_name
 from components.workloads.pods import cluster_ip_service, container_security
 
@@ -50,6 +51,7 @@ class EtcdRendezvous(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EtcdRendezvousArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:EtcdRendezvous", name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         selector = {"app.kubernetes.io/name": ETCD_APP, "app.kubernetes.io/instance": k8s_name(name)}
         labels = {**COMMON_LABELS, **selector}
         deployment = self._deployment(name, args, selector, labels)

@@ -6,6 +6,7 @@ import pulumi
 from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.workloads.indexed_job import indexed_job
 from components.workloads.job_objects import BATCH_JOB
 from components.workloads.pytorch import torch_env
@@ -52,6 +53,7 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
         self, name: str, args: AllReduceHealthCheckArgs, opts: Optional[pulumi.ResourceOptions] = None
     ) -> None:
         super().__init__("eks-training:index:AllReduceHealthCheck", name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         spec = args["job"]
         job_name = spec["job_name"]
         placement = args["placement"]

@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import pulumi
 
 from components.conventions import COMMON_LABELS
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.workloads.indexed_job import indexed_job
 from components.workloads.job_objects import BATCH_JOB
 from components.workloads.spec import DEFAULT_MAX_RESTARTS, JobSpec, WorkerPlacement, peer_hosts
@@ -69,6 +70,7 @@ class IndexedWorkersJob(pulumi.ComponentResource):
         self, type_name: str, name: str, args: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions]
     ) -> None:
         super().__init__(type_name, name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         spec, placement, nodes = args["job"], args["placement"], int(args["nodes"])
         self.job_name, self.output_dir = indexed_workers(
             self,

@@ -27,6 +27,7 @@ from components.conventions import (
     LAUNCHER_MEMORY_MIB,
     NO_EVICT,
 )
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.quantities import mebibytes, millicores
 from components.workloads.identity import JobIdentity, job_identity
 from components.workloads.job_objects import MPI_JOB
@@ -268,6 +269,7 @@ class MpiJob(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: MpiJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:MpiJob", name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         shape = _shape(name, args)
         spec = args["job"]
         identity = job_identity(self, name, spec)

@@ -9,6 +9,7 @@ from typing_extensions import NotRequired
 
 from components.catalog import MANIFESTS, ReleaseManifest
 from components.conventions import PATCH_FIELD_MANAGER
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.scheduling import system_node_selector
 
 
@@ -34,6 +35,7 @@ class MpiOperator(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: MpiOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:MpiOperator", name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         manifest = MANIFESTS["mpi-operator"]
         version = args.get("version") or manifest.version
         url = manifest.url.replace(f"/{manifest.version}/", f"/{version}/")

@@ -25,6 +25,7 @@ from components.catalog import (
     POD_IDENTITY_AGENT_PORT,
 )
 from components.conventions import COMMON_LABELS, ETCD_APP, JOB_LABEL, RENDEZVOUS_LABEL
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.naming import k8s_name
 from components.workloads.etcd import ETCD_CLIENT_PORT
 
@@ -146,6 +147,7 @@ class TrainingNetworkPolicies(pulumi.ComponentResource):
         self, name: str, args: TrainingNetworkPoliciesArgs, opts: Optional[pulumi.ResourceOptions] = None
     ) -> None:
         super().__init__("eks-training:index:TrainingNetworkPolicies", name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         namespace = args["namespace"]
         jobs = list(args["jobs"])
         if len(set(jobs)) != len(jobs):

@@ -14,6 +14,7 @@ from typing_extensions import NotRequired
 
 from components.catalog import IMAGES
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.naming import k8s_name
 from components.scheduling import Toleration
 from components.workloads.pods import container_security, pod_security
@@ -59,6 +60,7 @@ class ImagePrePull(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ImagePrePullArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:ImagePrePull", name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         if not args["command"]:
             raise ValueError(f"{name}: command must name a no-op the image runs")
         ds_name = k8s_name(args.get("daemon_set_name") or name)

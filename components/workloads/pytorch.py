@@ -7,6 +7,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS, RENDEZVOUS_LABEL
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.workloads.indexed_job import indexed_job
 from components.workloads.job_objects import BATCH_JOB
 from components.workloads.spec import (
@@ -195,6 +196,7 @@ class PyTorchJob(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: PyTorchJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:PyTorchJob", name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         spec, placement = args["job"], args["placement"]
         backend = _checked_backend(name, args)
         max_restarts = int(args.get("max_restarts", DEFAULT_MAX_RESTARTS))

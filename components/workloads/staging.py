@@ -8,6 +8,7 @@ from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, JOB_LABEL, SHARED_MOUNT
 from components.iam import s3_read_object_policy
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.naming import k8s_name
 from components.partition import current_partition
 from components.pod_identity import pod_identity_role
@@ -79,6 +80,7 @@ class DatasetStaging(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: DatasetStagingArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:DatasetStaging", name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         data_dir = f"{SHARED_MOUNT}/{args['dest_path'].strip('/')}"
         labels = {
             **COMMON_LABELS,

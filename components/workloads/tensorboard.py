@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, SHARED_MOUNT
+from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.naming import k8s_name
 from components.workloads.pods import (
     TMP_MOUNT,
@@ -72,6 +73,7 @@ class TensorBoard(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TensorBoardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TensorBoard", name, None, opts)
+        warn_without_kubernetes_provider(self, name)
         app = k8s_name(name)
         selector = {"app.kubernetes.io/name": "tensorboard", "app.kubernetes.io/instance": app}
         labels = {**COMMON_LABELS, **selector}

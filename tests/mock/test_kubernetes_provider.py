@@ -1,0 +1,27 @@
+"""A component whose Kubernetes objects would go through pulumi-kubernetes' default provider (the cluster the
+kubeconfig's current context names) says so: the components guide's example under mocks, as written and with a
+provider left out."""
+
+from tests.harness import guide_example, run_program, stack_names
+
+WARNING = "no Kubernetes provider in its options"
+GIVEN = 'DevicePlugin("nvidia", {"kind": "nvidia"}, opts=pulumi.ResourceOptions(provider=provider))'
+
+
+def _guide(tmp_path, text: str) -> list[str]:
+    main = tmp_path / "__main__.py"
+    main.write_text(text.replace("eks_training.", ""))
+    return run_program("dev", config={"aws:region": "us-west-2"}, main=main).warnings
+
+
+def test_a_component_given_no_kubernetes_provider_is_named(tmp_path) -> None:
+    example = guide_example()
+    assert GIVEN in example
+    assert not [w for w in _guide(tmp_path, example) if WARNING in w]
+    left_out = _guide(tmp_path, example.replace(GIVEN, 'DevicePlugin("nvidia", {"kind": "nvidia"})'))
+    (warning,) = [w for w in left_out if WARNING in w]
+    assert warning.startswith("nvidia: ") and "pulumi:disable-default-providers" in warning
+
+
+def test_the_program_gives_every_component_its_provider() -> None:
+    assert {s: w for s in stack_names() for w in run_program(s).warnings if WARNING in w} == {}
