@@ -32,7 +32,15 @@ def _type(prop: Any) -> str:
 
 
 def _description(prop: Any) -> str:
-    extra = " Plain value (not an Output)." if getattr(prop, "plain", None) else ""
+    extra = ""
+    if getattr(prop, "plain", None):
+        items = getattr(prop, "items", None)
+        # a plain list whose items are inputs: its length is known when the component is made, its items need not be
+        extra = (
+            " A plain list (not an Output); its items may be Outputs."
+            if items is not None and not getattr(items, "plain", None)
+            else " Plain value (not an Output)."
+        )
     return cell(from_docstring(prop.description or "") + extra)
 
 
