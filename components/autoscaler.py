@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.catalog import CLUSTER_AUTOSCALER, MANIFESTS, chart_image_values
 from components.helm import pinned_release
 from components.iam import autoscaler_policy
@@ -134,6 +135,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
     release_name: pulumi.Output[str]
     """Name of the Helm release."""
 
+    @checks_args
     def __init__(self, name: str, args: ClusterAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:ClusterAutoscaler", name, None, opts)
         warn_without_kubernetes_provider(self, name)

@@ -18,6 +18,7 @@ import pulumi_eks as eks
 from typing_extensions import NotRequired
 
 from components.addons import addon_version
+from components.args import checks_args
 from components.catalog import VPC_CNI_NETWORK_POLICY_CONFIG
 from components.catalog.addons import configuration_settings
 from components.catalog.operations import NODE_MONITORING_ADDON, NODE_MONITORING_CONFIGURATION
@@ -251,6 +252,7 @@ class TrainingCluster(pulumi.ComponentResource):
     log_group_name: pulumi.Output[str]
     """The control-plane log group (created here with a retention; removed with the stack)."""
 
+    @checks_args
     def __init__(self, name: str, args: TrainingClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TrainingCluster", name, None, opts)
         partition = current_partition(self)

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Optional, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.catalog import CHART_IMAGES, HELM_CHARTS, chart_image_values
 from components.helm import pinned_release
 from components.kubernetes_provider import warn_without_kubernetes_provider
@@ -102,6 +103,7 @@ class DevicePlugin(pulumi.ComponentResource):
     chart_version: pulumi.Output[str]
     """Chart version installed."""
 
+    @checks_args
     def __init__(self, name: str, args: DevicePluginArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:DevicePlugin", name, None, opts)
         warn_without_kubernetes_provider(self, name)

@@ -16,6 +16,7 @@ import pulumi
 import pulumi_aws as aws
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.code_folder import code_key, code_zip_path, stage_code
 from components.private_bucket import private_bucket
 
@@ -40,6 +41,7 @@ class JobCode(pulumi.ComponentResource):
     hashes: pulumi.Output[dict[str, str]]
     """Name -> the content hash of its folder."""
 
+    @checks_args
     def __init__(self, name: str, args: JobCodeArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:JobCode", name, None, opts)
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", name):

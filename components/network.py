@@ -11,6 +11,8 @@ import pulumi
 import pulumi_aws as aws
 from typing_extensions import NotRequired
 
+from components.args import checks_args
+
 
 class TrainingVpcArgs(TypedDict):
     """Inputs of :class:`TrainingVpc`. Zone names and CIDRs are plain values: they decide how many
@@ -87,6 +89,7 @@ class TrainingVpc(pulumi.ComponentResource):
     private_subnet_id_list: list[pulumi.Output[str]]
     """The private subnet ids one Output each (in zone order), for per-subnet children such as mount targets."""
 
+    @checks_args
     def __init__(self, name: str, args: TrainingVpcArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TrainingVpc", name, None, opts)
         layout = _layout(args)

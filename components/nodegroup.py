@@ -23,6 +23,7 @@ import pulumi
 import pulumi_aws as aws
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.catalog import INSTANCE_TYPES, InstanceType, accelerator_label_value
 from components.catalog.fsx import HOST_REQUIREMENTS_BY_NAME
 from components.catalog.operations import REPAIR_ACTIONS
@@ -329,6 +330,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
     """The group's Capacity Block is not active yet: it has no nodes until the block starts (known when the component
     is constructed, so a Python program can leave the jobs that need the nodes for later)."""
 
+    @checks_args
     def __init__(self, name: str, args: TrainingNodeGroupArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TrainingNodeGroup", name, None, opts)
         shape = _shape(name, args)

@@ -17,6 +17,7 @@ import pulumi_aws as aws
 from typing_extensions import NotRequired
 
 from components.addons import addon_version
+from components.args import checks_args
 from components.catalog.addons import DCGM_INSTANCE_TYPES, POD_IDENTITY, addon_version_for, configuration_settings
 from components.catalog.operations import (
     AGENT_CONFIG_WITHOUT_APPLICATION_SIGNALS,
@@ -362,6 +363,7 @@ class FleetObservability(pulumi.ComponentResource):
     """The Container Insights add-on's version as EKS installed it ("" without ``metrics``); resolves once it is
     installed (or updated) at that version."""
 
+    @checks_args
     def __init__(self, name: str, args: FleetObservabilityArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:FleetObservability", name, None, opts)
         tags = dict(args.get("tags") or {})

@@ -18,6 +18,7 @@ import pulumi
 import pulumi_aws as aws
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.arns import account_from_arn, region_from_arn
 from components.iam import codebuild_policy, service_trust_policy
 from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_problems, stack_aws_settings
@@ -222,6 +223,7 @@ class TrainingImage(pulumi.ComponentResource):
     build_log_link: pulumi.Output[str]
     """CloudWatch link of the last build's log ("" when the image already existed)."""
 
+    @checks_args
     def __init__(self, name: str, args: TrainingImageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TrainingImage", name, None, opts)
         settings = _settings(name, args)

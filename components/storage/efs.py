@@ -17,6 +17,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.catalog.addons import POD_IDENTITY
 from components.catalog.platform import STORAGE_ADDON
 from components.conventions import COMMON_LABELS, DEFAULT_CLAIM_NAME, DEFAULT_NAMESPACE, TRAINING_IMAGE_UID
@@ -97,6 +98,7 @@ class EfsStorage(pulumi.ComponentResource):
     pvc_name: pulumi.Output[str]
     """Name of the ReadWriteMany PVC that workloads mount."""
 
+    @checks_args
     def __init__(self, name: str, args: EfsStorageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         tags = dict(args.get("tags") or {})
         retain = bool(args.get("retain_on_delete", False))

@@ -18,6 +18,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.catalog import (
     FSX_CSI_ADDON,
     FSX_CSI_CONTROLLER_SA,
@@ -218,6 +219,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
     pvc_name: pulumi.Output[str]
     """Name of the ReadWriteMany PVC that workloads mount."""
 
+    @checks_args
     def __init__(self, name: str, args: FsxLustreStorageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         # registered without the Kubernetes provider, which only the Kubernetes objects take: the file system starts
         # at once instead of once the cluster's nodes are up (components/storage/providers.py)

@@ -16,6 +16,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, JOB_LABEL, SHARED_MOUNT
 from components.iam import s3_write_prefix_policy
 from components.kubernetes_provider import warn_without_kubernetes_provider
@@ -123,6 +124,7 @@ class BenchmarkCollector(pulumi.ComponentResource):
     role_arn: pulumi.Output[str]
     """ARN of the collector's write-only role."""
 
+    @checks_args
     def __init__(self, name: str, args: BenchmarkCollectorArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:BenchmarkCollector", name, None, opts)
         warn_without_kubernetes_provider(self, name)

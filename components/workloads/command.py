@@ -5,6 +5,7 @@ from typing import Mapping, Optional, Sequence, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.workloads.indexed import IndexedWorkersJob
 from components.workloads.spec import MASTER_PORT, JobSpec, WorkerPlacement, job_env, peer_env, worker_env
 
@@ -58,6 +59,7 @@ class CommandJob(IndexedWorkersJob):
     ) -> Mapping[str, pulumi.Input[str]]:
         return command_env(spec, placement, nodes, hosts)
 
+    @checks_args
     def __init__(self, name: str, args: CommandJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:CommandJob", name, args, opts)
         self.register_outputs(self._outputs())

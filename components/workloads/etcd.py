@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.catalog import IMAGES
 from components.conventions import COMMON_LABELS, ETCD_APP, IMAGE_PULL_POLICY, NO_EVICT, TRAINING_IMAGE_UID
 from components.kubernetes_provider import warn_without_kubernetes_provider
@@ -49,6 +50,7 @@ class EtcdRendezvous(pulumi.ComponentResource):
     endpoint: pulumi.Output[str]
     """``<service>.<namespace>.svc.cluster.local:2379``: the rendezvous endpoint."""
 
+    @checks_args
     def __init__(self, name: str, args: EtcdRendezvousArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:EtcdRendezvous", name, None, opts)
         warn_without_kubernetes_provider(self, name)

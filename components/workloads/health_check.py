@@ -5,6 +5,7 @@ from typing import Optional, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.conventions import COMMON_LABELS
 from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.workloads.indexed_job import indexed_job
@@ -49,6 +50,7 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
     report_path: pulumi.Output[str]
     """Path of the JSON report; resolves once the check completed (passed)."""
 
+    @checks_args
     def __init__(
         self, name: str, args: AllReduceHealthCheckArgs, opts: Optional[pulumi.ResourceOptions] = None
     ) -> None:

@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 from pulumi_kubernetes._utilities import get_version as k8s_sdk_version
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.conventions import (
     COMMON_LABELS,
     IMAGE_PULL_POLICY,
@@ -267,6 +268,7 @@ class MpiJob(pulumi.ComponentResource):
     output_dir: pulumi.Output[str]
     """The job's output folder inside the pods; resolves after the MPIJob is created."""
 
+    @checks_args
     def __init__(self, name: str, args: MpiJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:MpiJob", name, None, opts)
         warn_without_kubernetes_provider(self, name)

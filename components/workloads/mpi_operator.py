@@ -7,6 +7,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.catalog import MANIFESTS, ReleaseManifest
 from components.conventions import PATCH_FIELD_MANAGER
 from components.kubernetes_provider import warn_without_kubernetes_provider
@@ -33,6 +34,7 @@ class MpiOperator(pulumi.ComponentResource):
     version: pulumi.Output[str]
     """The operator release installed."""
 
+    @checks_args
     def __init__(self, name: str, args: MpiOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:MpiOperator", name, None, opts)
         warn_without_kubernetes_provider(self, name)

@@ -15,6 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.catalog import (
     CLUSTER_DNS_NAMESPACE,
     CLUSTER_DNS_POD_LABELS,
@@ -143,6 +144,7 @@ class TrainingNetworkPolicies(pulumi.ComponentResource):
     policy_names: pulumi.Output[list[str]]
     """Names of the NetworkPolicies."""
 
+    @checks_args
     def __init__(
         self, name: str, args: TrainingNetworkPoliciesArgs, opts: Optional[pulumi.ResourceOptions] = None
     ) -> None:

@@ -12,6 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.catalog import IMAGES
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY
 from components.kubernetes_provider import warn_without_kubernetes_provider
@@ -58,6 +59,7 @@ class ImagePrePull(pulumi.ComponentResource):
     daemon_set_name: pulumi.Output[str]
     """The DaemonSet's name."""
 
+    @checks_args
     def __init__(self, name: str, args: ImagePrePullArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:ImagePrePull", name, None, opts)
         warn_without_kubernetes_provider(self, name)

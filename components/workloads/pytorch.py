@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.conventions import COMMON_LABELS, RENDEZVOUS_LABEL
 from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.workloads.indexed_job import indexed_job
@@ -194,6 +195,7 @@ class PyTorchJob(pulumi.ComponentResource):
     rendezvous_endpoint: pulumi.Output[str]
     """The ``--rdzv-endpoint`` used."""
 
+    @checks_args
     def __init__(self, name: str, args: PyTorchJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:PyTorchJob", name, None, opts)
         warn_without_kubernetes_provider(self, name)

@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, JOB_LABEL, SHARED_MOUNT
 from components.iam import s3_read_object_policy
 from components.kubernetes_provider import warn_without_kubernetes_provider
@@ -78,6 +79,7 @@ class DatasetStaging(pulumi.ComponentResource):
     """Path of the dataset inside the pods (``/data/<dest_path>``); resolves once the staging Job
     completed, so consumers built from it are created after the data is verified."""
 
+    @checks_args
     def __init__(self, name: str, args: DatasetStagingArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:DatasetStaging", name, None, opts)
         warn_without_kubernetes_provider(self, name)

@@ -5,6 +5,7 @@ from typing import Mapping, Optional, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.args import checks_args
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, SHARED_MOUNT
 from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.naming import k8s_name
@@ -71,6 +72,7 @@ class TensorBoard(pulumi.ComponentResource):
     port_forward_command: pulumi.Output[str]
     """``kubectl port-forward`` to http://127.0.0.1:6006."""
 
+    @checks_args
     def __init__(self, name: str, args: TensorBoardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TensorBoard", name, None, opts)
         warn_without_kubernetes_provider(self, name)

@@ -6,6 +6,7 @@ from typing import Mapping, Optional, Sequence, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.workloads.indexed import IndexedWorkersJob
 from components.workloads.spec import JobSpec, WorkerPlacement, apply_input, job_env, worker_env
 
@@ -71,6 +72,7 @@ class TensorFlowJob(IndexedWorkersJob):
     ) -> Mapping[str, pulumi.Input[str]]:
         return tensorflow_env(spec, placement, nodes, hosts.apply(lambda h: [f"{x}:{TF_PORT}" for x in h]))
 
+    @checks_args
     def __init__(self, name: str, args: TensorFlowJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TensorFlowJob", name, args, opts)
         self.register_outputs(self._outputs())
