@@ -53,11 +53,14 @@ def unknown_keys(spec: Any, value: Any, path: str) -> list[str]:
 
 def checks_args(init: _Init) -> _Init:
     """Wrap a component's ``__init__(self, name, args, opts)``: an ``args`` key its TypedDict lacks raises
-    ``ValueError`` before the component registers."""
+    ``ValueError`` before the component registers. A TypedDict of your own that extends the component's is a plain
+    dict at run time: drop your own keys before you pass it."""
+    spec = init.__annotations__["args"]
+    if isinstance(spec, str):  # a quoted annotation: the TypedDict of that name in the component's module
+        spec = init.__globals__[spec]
 
     @functools.wraps(init)
     def checked(self: Any, name: str, args: Any, *rest: Any, **kwargs: Any) -> None:
-        spec = init.__annotations__["args"]
         problems = unknown_keys(spec, args, f"{type(self).__name__}({name!r}).args")
         if problems:
             raise ValueError("; ".join(problems))
