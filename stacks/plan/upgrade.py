@@ -238,23 +238,22 @@ def _claim_size_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     ]
 
 
-def _made_fsx(old_plan: Plan, new_plan: Plan) -> Optional[tuple[FsxConfig, FsxConfig]]:
-    """The old and new FSx settings of a file system the stack made and keeps on FSx (not an adopted one)."""
+def _fsx_updated(old_plan: Plan, new_plan: Plan) -> Optional[tuple[FsxConfig, FsxConfig]]:
+    """The old and new FSx settings of a file system the stack made and updates in place: kept on FSx, not an
+    adopted one, not replaced (:func:`_fsx_replaced`)."""
     a, b = old_plan.config.storage, new_plan.config.storage
     if a.backend != "fsx" or b.backend != "fsx" or a.fsx is None or b.fsx is None or b.file_system_id is not None:
         return None
-    return a.fsx, b.fsx
+    return None if _fsx_replaced(old_plan, new_plan) else (a.fsx, b.fsx)
 
 
 def _fsx_growth_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     """A larger FSx file system the stack made grows in place (FSx's UpdateFileSystem): what the jobs see meanwhile.
     Its claim keeps the size it was made with (:func:`components.storage.csi.shared_claim`)."""
-    both = _made_fsx(old_plan, new_plan)
-    if both is None:
+    both = _fsx_updated(old_plan, new_plan)
+    if both is None or both[1].storage_capacity_gib <= both[0].storage_capacity_gib:
         return []
     fa, fb = both
-    if fb.storage_capacity_gib <= fa.storage_capacity_gib or _fsx_replaced(old_plan, new_plan):
-        return []
     return [
         f"{key('storage.fsx.storageCapacityGib')} {fa.storage_capacity_gib} -> {fb.storage_capacity_gib}: FSx grows "
         "the file system in place. It may be unavailable for a few minutes (the jobs' file operations wait, then go "
@@ -528,12 +527,10 @@ _AUTOMATIC_COMMAND = (
 def _fsx_throughput_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     """A new throughput tier of a file system the stack made: FSx switches its file servers in place
     (UpdateFileSystem), and the file system may be unavailable meanwhile."""
-    both = _made_fsx(old_plan, new_plan)
-    if both is None:
+    both = _fsx_updated(old_plan, new_plan)
+    if both is None or both[0].throughput_per_tib == both[1].throughput_per_tib:
         return []
     fa, fb = both
-    if fa.throughput_per_tib == fb.throughput_per_tib or _fsx_replaced(old_plan, new_plan):
-        return []
     return [
         f"{key('storage.fsx.throughputPerTib')} {fa.throughput_per_tib} -> {fb.throughput_per_tib}: FSx switches the "
         "file system's servers in place. It may be unavailable meanwhile, from moments up to an hour (`pulumi up` "
@@ -547,12 +544,10 @@ def _fsx_metadata_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     sends the IOPS its state holds with the mode, where FSx takes none (terraform-provider-aws
     ``expandLustreMetadataUpdateConfiguration``; FSx's UpdateFileSystemLustreMetadataConfiguration), and FSx refuses
     the switch while the IOPS exceed AUTOMATIC's for the capacity."""
-    both = _made_fsx(old_plan, new_plan)
-    if both is None:
+    both = _fsx_updated(old_plan, new_plan)
+    if both is None or (both[0].metadata_mode, both[1].metadata_mode) != ("USER_PROVISIONED", "AUTOMATIC"):
         return []
     fa, fb = both
-    if not (fa.metadata_mode == "USER_PROVISIONED" and fb.metadata_mode == "AUTOMATIC"):
-        return []
     return [
         f"{key('storage.fsx.metadataMode')} USER_PROVISIONED -> AUTOMATIC: the provider sends the {fa.metadata_iops} "
         "IOPS with the new mode, which FSx refuses, so `pulumi up` would fail at the file system. Switch it yourself "
