@@ -27,6 +27,7 @@ from components.iam import account_admin_key_policy, eks_access_policy_arn, mana
 from components.naming import fit_name, name_limit
 from components.nodegroup import TrainingNodeGroup, TrainingNodeGroupArgs
 from components.nodeplan import SYSTEM_DISK_SIZE_GIB
+from components.ordering import ordered_after
 from components.partition import current_partition
 from components.scheduling import SYSTEM_ROLE
 
@@ -219,7 +220,8 @@ class TrainingCluster(pulumi.ComponentResource):
     kube-proxy) exist, so node groups created from it join a working cluster."""
     kubeconfig: pulumi.Output[str]
     """Kubeconfig (JSON) using ``aws eks get-token`` with ``token_env`` and ``token_role_arn``: this program's
-    Kubernetes providers. A secret; resolves once the system nodes and the Pod Identity agent exist."""
+    Kubernetes providers. A secret; a provider built from it is created after the system nodes and the Pod Identity
+    agent (``ordered_after``), and on destroy its objects go first."""
     shared_kubeconfig: pulumi.Output[str]
     """The same kubeconfig without ``token_env`` and ``token_role_arn``, for others (kubectl, another stack), who add
     their own credentials; a secret."""
@@ -267,7 +269,7 @@ class TrainingCluster(pulumi.ComponentResource):
         pod_identity_agent = self._addon(name, args, eks_name, POD_IDENTITY_AGENT_ADDON, [])
         # The public cluster name resolves once nodes can become Ready (the CNI and kube-proxy are in place): node
         # groups built from it, here or in other components, wait for them and nothing else.
-        self.cluster_name = pulumi.Output.all(eks_name, *[a.arn for a in node_addons]).apply(lambda v: str(v[0]))
+        self.cluster_name = ordered_after(eks_name, *[a.arn for a in node_addons])
         system = self._system_group(name, args, node_role_arn)
         late = [self._addon(name, args, eks_name, n, [system]) for n in LATE_ADDONS]
 
@@ -319,15 +321,14 @@ class TrainingCluster(pulumi.ComponentResource):
     ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
         """The kubeconfig to share (no credentials) and the one this program's provider uses (signed as the stack's
         AWS provider: ``token_env``, ``token_role_arn``). Kubernetes objects are created through a provider built from
-        it: it resolves once the system nodes (where the controllers of Helm releases run: an atomic release would
-        otherwise time out) and the Pod Identity agent (credentials for pods that call AWS) exist, and on destroy
-        those objects go first. CoreDNS, metrics-server and the node monitoring agent are not waited for here: pods
-        that resolve names wait for CoreDNS themselves (``coredns_addon``), nothing waits for the other two."""
+        it: it is ordered after the system nodes (where the controllers of Helm releases run: an atomic release would
+        otherwise time out) and the Pod Identity agent (credentials for pods that call AWS), and on destroy those
+        objects go first. It does not wait on their values: a replaced system group leaves it known in a preview.
+        CoreDNS, metrics-server and the node monitoring agent are not waited for here: pods that resolve names wait
+        for CoreDNS themselves (``coredns_addon``), nothing waits for the other two."""
         env, role = dict(args.get("token_env") or {}), args.get("token_role_arn")
         shared: pulumi.Output[str] = pulumi.Output.secret(
-            pulumi.Output.all(self.cluster.kubeconfig_json, system.node_group_name, pod_identity_agent.arn).apply(
-                lambda v: str(v[0])
-            )
+            ordered_after(self.cluster.kubeconfig_json, system.node_group_name, pod_identity_agent.arn).apply(str)
         )
         return shared, shared.apply(lambda k: with_token_credentials(k, env, role))
 

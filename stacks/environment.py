@@ -23,6 +23,7 @@ from components.cluster import TrainingClusterArgs
 from components.image.aws_settings import AwsSettings
 from components.nodegroup import TrainingNodeGroupArgs
 from components.observability import FleetObservability, FleetObservabilityArgs, GpuGroupSpec
+from components.ordering import ordered_after
 from stacks.config import StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.admission import autoscales
@@ -421,9 +422,9 @@ def build_observability(plan: Plan, cluster: TrainingCluster, tags: dict[str, st
         "cluster_name": cfg.cluster_name,
         # the add-on's operator and agents need nodes, and its agent's role the Pod Identity agent: it is created once
         # the system group and the agent are up
-        "cluster": pulumi.Output.all(
+        "cluster": ordered_after(
             cluster.cluster_name, cluster.system_node_group_name, cluster.pod_identity_agent_addon.arn
-        ).apply(lambda v: str(v[0])),
+        ),
         "kubernetes_version": cfg.cluster.kubernetes_version,
         "region": cfg.region,
         "metrics": ops.metrics,

@@ -229,13 +229,16 @@ def run_program(
     fresh: bool = False,
     project: str = PROJECT,
     project_dir: Path = REPO,
+    replaced: Optional[Callable[[str, str], bool]] = None,
 ) -> Program:
     """Evaluate ``main`` for ``stack`` under mocks. ``config`` replaces the stack file's config; ``project`` is the
     Pulumi project's name; ``project_dir`` the folder the program runs in (that of its Pulumi.yaml, where the
-    folders a stack names are: image contexts, code). A stack's own config evaluated by the real program is
+    folders a stack names are: image contexts, code); ``replaced`` (type, name), in a preview, the resources an update
+    of the running stack replaces (``stacks.mocked.evaluate``). A stack's own config evaluated by the real program is
     evaluated once per test session (``fresh`` evaluates again)."""
     cached = (
-        config is None
+        replaced is None
+        and config is None
         and main == REPO / "__main__.py"
         and not expect_error
         and project == PROJECT
@@ -257,6 +260,7 @@ def run_program(
         expect_error=expect_error,
         project=project,
         project_dir=project_dir,
+        replaced=replaced,
     )
 
 
@@ -302,13 +306,21 @@ def _run_program(
     expect_error: bool,
     project: str = PROJECT,
     project_dir: Path = REPO,
+    replaced: Optional[Callable[[str, str], bool]] = None,
 ) -> Program:
     cfg = dict(stack_config(stack) if config is None else config)
     # Preflight talks to the AWS account; under mocks it is off unless a test turns it on (and
     # points boto3 at a moto server).
     cfg.setdefault(f"{PROJECT}:preflight", {"enabled": False})
     ev = evaluate(
-        stack, cfg, preview=preview, main=main, expect_error=expect_error, project=project, project_dir=project_dir
+        stack,
+        cfg,
+        preview=preview,
+        main=main,
+        expect_error=expect_error,
+        project=project,
+        project_dir=project_dir,
+        replaced=replaced,
     )
     secret = frozenset(k for k, v in ev.outputs.items() if _sync_await(pulumi.Output.from_input(v).is_secret()))
     outputs = {k: plain(v) for k, v in ev.outputs.items()}

@@ -9,6 +9,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.addons import addon_version
+from components.ordering import ordered_after
 from components.pod_identity import PodIdentityRole, pod_identity_role
 
 
@@ -20,9 +21,9 @@ class CsiDriverArgs(TypedDict):
     kubernetes_version: str
     """Kubernetes version (selects the add-on's default version)."""
     addon_after: NotRequired[pulumi.Input[str]]
-    """A value that resolves once the add-on may be created: once the nodes its controller runs on (without them the
-    add-on is never ACTIVE) and the Pod Identity agent that hands it its role exist, e.g. the system node group's
-    name. Default: the add-on is created once ``cluster_name`` resolves."""
+    """An output of what the add-on is created after: the nodes its controller runs on (without them the add-on is
+    never ACTIVE) and the Pod Identity agent that hands it its role (:func:`nodes_and_agent`). The add-on waits for
+    the resources behind it, not for its value. Default: the add-on is created once ``cluster_name`` resolves."""
     addon_version: NotRequired[str]
     """The add-on's version (``aws-efs-csi-driver`` or ``aws-fsx-csi-driver``); default this project's pin for the
     Kubernetes version, else EKS's default."""
@@ -31,10 +32,10 @@ class CsiDriverArgs(TypedDict):
 def nodes_and_agent(
     system_node_group_name: pulumi.Input[str], pod_identity_agent_arn: pulumi.Input[str]
 ) -> pulumi.Output[str]:
-    """An ``addon_after`` (:class:`CsiDriverArgs`): the system node group's name, once the group and the Pod Identity
-    agent add-on exist. The CSI add-on is then created after the nodes its controller runs on and the agent that
-    gives it its role, and on destroy it goes before those nodes."""
-    return pulumi.Output.all(system_node_group_name, pod_identity_agent_arn).apply(lambda v: str(v[0]))
+    """An ``addon_after`` (:class:`CsiDriverArgs`): the system node group's name, carrying the group and the Pod
+    Identity agent add-on (:func:`~components.ordering.ordered_after`). The CSI add-on is then created after the nodes
+    its controller runs on and the agent that gives it its role, and on destroy it goes before those nodes."""
+    return ordered_after(pulumi.Output.from_input(system_node_group_name), pod_identity_agent_arn)
 
 
 def csi_addon(
@@ -73,9 +74,7 @@ def csi_addon(
         "service_account": service_account,
     }
     # the role is made at once; the add-on once its controller's nodes are there (addon_after)
-    addon_cluster = (
-        cluster_name if addon_after is None else pulumi.Output.all(cluster_name, addon_after).apply(lambda v: str(v[0]))
-    )
+    addon_cluster = cluster_name if addon_after is None else ordered_after(cluster_name, addon_after)
     addon = aws.eks.Addon(
         f"{name}-csi-addon",
         cluster_name=addon_cluster,

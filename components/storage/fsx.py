@@ -45,6 +45,7 @@ from components.conventions import (
 from components.iam import fsx_csi_static_controller_policy
 from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.naming import k8s_name
+from components.ordering import ordered_after
 from components.private_bucket import private_bucket
 from components.quantities import mebibytes
 from components.storage.csi import CsiDriverArgs, csi_addon, shared_claim, training_namespace
@@ -266,7 +267,8 @@ class FsxLustreStorage(pulumi.ComponentResource):
         self.data_repository_path = data_repository_path
         self.export_repository_path = export_repository_path
         init_done = finished(BATCH_JOB, k8s_name(s.pvc_name, "init"), init, awaited=True)
-        self.data_ready = pulumi.Output.all(init_done, *[a.id for a in associations]).apply(lambda _: s.data_path)
+        # after the associations, not on their ids: a replaced one (a new prefix) leaves the jobs' inputs known
+        self.data_ready = ordered_after(init_done.apply(lambda _: s.data_path), *[a.id for a in associations])
         self.csi_role_arn = identity.role.arn
         self.persistent_volume_name = volume.metadata.name
         self.namespace = namespace.metadata.name

@@ -88,15 +88,19 @@ def evaluate(
     expect_error: bool = False,
     project: str = PROJECT,
     project_dir: Path = REPO,
+    replaced: Optional[Callable[[str, str], bool]] = None,
 ) -> Evaluation:
     """Evaluate ``main`` for ``stack`` with ``config`` (the configuration ``pulumi up`` would pass: keys
     ``<namespace>:<key>``) under the mocks; ``project`` is the Pulumi project's name, ``project_dir`` the folder the
     program runs in (that of its Pulumi.yaml, where the folders a stack names are: image contexts, code). The program
-    raising fails the call unless ``expect_error`` (then it is :attr:`Evaluation.error`)."""
+    raising fails the call unless ``expect_error`` (then it is :attr:`Evaluation.error`). In a preview, ``replaced``
+    (type, name) picks the resources an update would replace: only theirs are unknown (:class:`TrainingMocks`)."""
     cfg = dict(config)
     # the configuration the program sees, as `pulumi up` passes it (strings, objects as JSON)
     pulumi.runtime.set_all_config({k: as_passed(v) for k, v in cfg.items()}, [])
-    mocks = TrainingMocks(preview, str(cfg.get("aws:region", REGION)), f"{ORGANIZATION}/{project}/{stack}")
+    mocks = TrainingMocks(
+        preview, str(cfg.get("aws:region", REGION)), f"{ORGANIZATION}/{project}/{stack}", replaced if preview else None
+    )
     monitor = RecordingMonitor(mocks)
     # A fresh root Stack per run: set_mocks reuses an existing one, whose outputs would carry over.
     pulumi.runtime.settings.ROOT.set(None)

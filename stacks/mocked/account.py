@@ -3,7 +3,7 @@
 import contextlib
 import hashlib
 import json
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from pulumi.runtime import mocks as pmocks
 
@@ -77,8 +77,17 @@ def _hex(seed: str, n: int = 17) -> str:
 class TrainingMocks(pmocks.Mocks):
     """Realistic ids and outputs for the resources and invokes the program uses."""
 
-    def __init__(self, preview: bool, region: str = REGION, stack_name: str = "") -> None:
+    def __init__(
+        self,
+        preview: bool,
+        region: str = REGION,
+        stack_name: str = "",
+        replaced: Optional[Callable[[str, str], bool]] = None,
+    ) -> None:
         self.preview = preview
+        self.replaced = replaced
+        """In a preview: the resources (by type and name) the update replaces, whose id and computed outputs are
+        unknown; every other resource answers as the stack already has it. ``None``: a new stack's preview."""
         self.stack_name = stack_name
         """This stack's fully qualified name: its outputs are :data:`STACK_OUTPUTS`' entry, else none (no update
         yet)."""
@@ -143,8 +152,8 @@ class TrainingMocks(pmocks.Mocks):
 
     def new_resource(self, args: pmocks.MockResourceArgs) -> tuple[Optional[str], dict]:
         inputs = dict(args.inputs)
-        if self.preview:
-            # Like `pulumi preview` of a new stack: no id, no computed outputs.
+        if self.preview and (self.replaced is None or self.replaced(args.typ, args.name)):
+            # Like `pulumi preview` of a new stack (or of a replaced resource): no id, no computed outputs.
             return "", inputs
         t, name = args.typ, args.name
         if t == "pulumi:pulumi:StackReference":
