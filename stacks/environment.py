@@ -323,7 +323,8 @@ def _kubernetes_provider(
         f"{name}-k8s",
         kubeconfig=cluster.kubeconfig,
         enable_server_side_apply=True,
-        delete_unreachable=True,
+        # no delete_unreachable: a refresh that cannot reach the API server (credentials, network) would drop every
+        # object from the state (troubleshooting: "pulumi destroy cannot reach the cluster")
     )
     # Kubernetes objects depend on the cluster through the provider (its kubeconfig), so they are
     # created after it and deleted before it.

@@ -132,7 +132,7 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
         # signed as this stack's AWS provider signs (its profile, its one role), not as the cluster stack's deployer
         kubeconfig=ref.require_output("kubeconfig").apply(lambda k: with_token_credentials(str(k), *credentials)),
         enable_server_side_apply=True,
-        delete_unreachable=True,
+        # no delete_unreachable, as the cluster stack's provider (stacks/environment.py)
     )
     namespace = mine.apply(lambda t: str(t["namespace"]))
     target = JobTarget(

@@ -111,6 +111,8 @@ def test_a_jobs_only_stack_registers_only_its_jobs_into_its_teams_queue(cluster,
     # the Kubernetes provider is the referenced cluster's
     provider = next(r for r in vision.registrations if r.type == "pulumi:providers:kubernetes")
     assert STACK_OUTPUTS[REFERENCE]["kubeconfig"] in str(provider.inputs.get("kubeconfig")), provider.inputs
+    # a refresh that cannot reach the cluster keeps the jobs in the state (tests/mock/test_kubernetes_provider.py)
+    assert "deleteUnreachable" not in provider.inputs, provider.inputs
     # the jobs mount the team's claim
     train = next(r for r in jobs if r.inputs["metadata"]["name"] == "train")
     volumes = train.inputs["spec"]["template"]["spec"]["volumes"]
