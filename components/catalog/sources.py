@@ -96,8 +96,8 @@ SOURCES: Mapping[str, Source] = {
         "dnf install -y lustre-client) instead",
     ),
     "pcluster-al2023-lustre": Source(
-        url="https://github.com/aws/aws-parallelcluster-cookbook/blob/develop/cookbooks/aws-parallelcluster-environment/"
-        "resources/lustre/lustre_alinux2023.rb",
+        url="https://github.com/aws/aws-parallelcluster-cookbook/blob/f75d84c38ecfac1891e5f3e8fe2d424cc3e7448d/"
+        "cookbooks/aws-parallelcluster-environment/resources/lustre/lustre_alinux2023.rb",
         shows="AWS ParallelCluster's Lustre client on Amazon Linux 2023: the lustre-client package only (no kmod, no "
         "kernel change), then it mounts: the AL2023 kernel carries the client's kernel modules",
     ),
@@ -107,7 +107,8 @@ SOURCES: Mapping[str, Source] = {
         "lustre-client, then modprobe lustre and lctl on the host",
     ),
     "fsx-csi-image": Source(
-        url="https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/master/Dockerfile",
+        url="https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/5b227125add708cd0b87c76abe1a4c074e71dfc5/"
+        "Dockerfile",
         shows="the FSx CSI driver image installs lustre-client (al23) for its mount helper; the kernel module is the "
         "node's, not loaded from the container",
     ),
@@ -117,7 +118,8 @@ SOURCES: Mapping[str, Source] = {
         "user-space tools on the node, which the server needs to propagate configuration to the client",
     ),
     "lustre-param-upcall": Source(
-        url="https://github.com/lustre/lustre-release/blob/master/lustre/obdclass/obd_config.c",
+        url="https://github.com/lustre/lustre-release/blob/c881f8ebcbd130cf6c2b9e8862582fc5d2da5289/lustre/obdclass/"
+        "obd_config.c",
         shows="process_param2_config: a client applies a persistent parameter (lctl set_param -P) by running "
         "/usr/sbin/lctl set_param on its host",
     ),
@@ -151,20 +153,22 @@ SOURCES: Mapping[str, Source] = {
         "interfaces need VPC CNI >= 1.18.5",
     ),
     "aws-ofi-nccl-env": Source(
-        url="https://github.com/aws/aws-ofi-nccl/blob/master/doc/efa-env-var.md",
+        url="https://github.com/aws/aws-ofi-nccl/blob/2daf7d303aa139a03140aa530957d10521e4478d/doc/efa-env-var.md",
         shows="which NCCL/libfabric variables EFA needs per aws-ofi-nccl version (FI_PROVIDER, FI_EFA_USE_DEVICE_RDMA)",
     ),
     "efa-cheatsheet": Source(
-        url="https://github.com/aws-samples/awsome-distributed-training/blob/main/1.architectures/efa-cheatsheet.md",
+        url="https://github.com/aws-samples/awsome-distributed-training/blob/7217859f67bc693c52ff175ccc6082c41dbd7a1b/"
+        "1.architectures/efa-cheatsheet.md",
         shows="NCCL_SOCKET_IFNAME, NCCL_SHM_USE_CUDA_MEMCPY=1 on g5/g6 (about 2x intra-node bandwidth)",
     ),
     "nccl-tests-results": Source(
-        url="https://github.com/aws-samples/awsome-distributed-training/blob/main/micro-benchmarks/nccl-tests/README.md",
+        url="https://github.com/aws-samples/awsome-distributed-training/blob/7217859f67bc693c52ff175ccc6082c41dbd7a1b/"
+        "micro-benchmarks/nccl-tests/README.md",
         shows="2-node all_reduce_perf bus bandwidth: 2 x p4de 78.33 GB/s at 2 GiB (Slurm); 2 x p5 on EKS 437.79 GB/s "
         "at 2 GiB",
     ),
     "nccl-tests-busbw": Source(
-        url="https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md",
+        url="https://github.com/NVIDIA/nccl-tests/blob/a0b82b2260cf5152b9f8c061bbf7eaf0ba096432/doc/PERFORMANCE.md",
         shows="bus bandwidth of an all-reduce over n ranks is algbw x 2(n-1)/n (algbw = bytes / time), comparable with "
         "the hardware's peak bandwidth; nccl-tests prints it in GB/s (1e9 bytes/s)",
     ),
@@ -312,7 +316,8 @@ SOURCES: Mapping[str, Source] = {
         "EC2 IMDS",
     ),
     "aws-network-policy-service-ips": Source(
-        url="https://github.com/aws/amazon-network-policy-controller-k8s/blob/main/pkg/resolvers/endpoints.go",
+        url="https://github.com/aws/amazon-network-policy-controller-k8s/blob/"
+        "ecc7e6a79394528bdb397e1fbd927dae64383bec/pkg/resolvers/endpoints.go",
         shows="getMatchingServiceClusterIPs: an egress rule's podSelector also allows the ClusterIP of every "
         "non-headless Service (in the peer's namespaces) whose spec.selector the podSelector matches, because the "
         "agent's eBPF programs see a connection before kube-proxy's DNAT",
@@ -344,7 +349,8 @@ SOURCES: Mapping[str, Source] = {
         "https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html)",
     ),
     "containerd-port-forward": Source(
-        url="https://github.com/containerd/containerd/blob/main/internal/cri/server/sandbox_portforward_linux.go",
+        url="https://github.com/containerd/containerd/blob/301026e58c619e63d09c0ec411012e54c0124b03/internal/cri/"
+        "server/sandbox_portforward_linux.go",
         shows="kubectl port-forward: containerd dials localhost:<port> inside the pod's network namespace (falling "
         "back to the pod IP from the node): the connection never arrives from another pod",
     ),
@@ -354,8 +360,8 @@ SOURCES: Mapping[str, Source] = {
         "pods' file access on those mounts can hang until the new pod restarts the tunnels",
     ),
     "efs-csi-node": Source(
-        url="https://github.com/kubernetes-sigs/aws-efs-csi-driver/blob/master/charts/aws-efs-csi-driver/templates/"
-        "node-daemonset.yaml",
+        url="https://github.com/kubernetes-sigs/aws-efs-csi-driver/blob/a4fc67600be60d0f8350dc9459e55ff04e9aa944/"
+        "charts/aws-efs-csi-driver/templates/node-daemonset.yaml",
         shows="the EFS CSI node plugin runs with hostNetwork: true and mounts the file system (NFS, 2049/TCP) on the "
         "node; pods see a bind mount, their own network never carries NFS",
     ),
@@ -773,7 +779,8 @@ SOURCES: Mapping[str, Source] = {
         shows="chart nvidia-device-plugin 0.20.0 (repo https://nvidia.github.io/k8s-device-plugin)",
     ),
     "efa-device-plugin-chart": Source(
-        url="https://github.com/aws/eks-charts/blob/master/stable/aws-efa-k8s-device-plugin/Chart.yaml",
+        url="https://github.com/aws/eks-charts/blob/bfe91c4b9257c80f754ad4b3d6a9a3c239b2b8ec/stable/"
+        "aws-efa-k8s-device-plugin/Chart.yaml",
         shows="chart aws-efa-k8s-device-plugin v0.5.30 (repo https://aws.github.io/eks-charts)",
     ),
     "cluster-autoscaler-chart": Source(
@@ -883,8 +890,8 @@ SOURCES: Mapping[str, Source] = {
         "promoter's manifest)",
     ),
     "etcd-v2-rendezvous": Source(
-        url="https://github.com/aws-samples/awsome-distributed-training/blob/main/3.test_cases/pytorch/ddp/kubernetes/"
-        "ddp-custom-container.yaml-template",
+        url="https://github.com/aws-samples/awsome-distributed-training/blob/7217859f67bc693c52ff175ccc6082c41dbd7a1b/"
+        "3.test_cases/pytorch/ddp/kubernetes/ddp-custom-container.yaml-template",
         shows="AWS's torchrun etcd rendezvous: quay.io/coreos/etcd:v3.5.19 with --enable-v2 (etcd 3.5 is the last "
         "release with the v2 API, https://etcd.io/docs/v3.5/upgrades/upgrade_3_6/)",
     ),
@@ -922,7 +929,8 @@ SOURCES: Mapping[str, Source] = {
         "topology-aware scheduling",
     ),
     "cloud-provider-aws-topology-labels": Source(
-        url="https://github.com/kubernetes/cloud-provider-aws/blob/master/pkg/providers/v1/instances_v2.go",
+        url="https://github.com/kubernetes/cloud-provider-aws/blob/63ec440c3275321b55afa45480e2fdfd2b0e93c4/pkg/"
+        "providers/v1/instances_v2.go",
         shows="getAdditionalLabels: the AWS cloud controller manager calls ec2:DescribeInstanceTopology for a "
         "registering node and adds topology.k8s.aws/network-node-layer-<n> per network node (none when EC2 returns "
         "no topology, the region is unsupported or the call is not authorized; pkg/providers/v1/topology.go); since "
@@ -1304,7 +1312,8 @@ SOURCES: Mapping[str, Source] = {
         "before the old one is deleted",
     ),
     "pulumi-python-sdk-prepare": Source(
-        url="https://github.com/pulumi/pulumi/blob/master/sdk/python/lib/pulumi/runtime/resource.py",
+        url="https://github.com/pulumi/pulumi/blob/1b5949891b3cefcb9974752b24a5ecef0acc86c8/sdk/python/lib/pulumi/"
+        "runtime/resource.py",
         shows="prepare_resource: a registration waits for its explicit dependencies, its inputs, its parent's "
         "registration and, for a component, every provider in its options (_create_provider_ref awaits the "
         "provider's id) before it is sent",
