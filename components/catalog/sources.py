@@ -40,7 +40,8 @@ SOURCES: Mapping[str, Source] = {
         "the allocatable CPU/memory Kubernetes sees on AL2023 after kube/system reservations",
     ),
     "eks-ami-eni-max-pods": Source(
-        url="https://github.com/awslabs/amazon-eks-ami/blob/main/templates/shared/runtime/eni-max-pods.txt",
+        url="https://github.com/awslabs/amazon-eks-ami/blob/2377b69aaeb8d751af1a265c2bfbeb94e6f6da90/templates/shared/"
+        "runtime/eni-max-pods.txt",
         shows="the maximum pods per instance type with the VPC CNI: ENIs x (IPv4 addresses per ENI - 1) + 2",
     ),
     "eks-mng-max-pods": Source(
