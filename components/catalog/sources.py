@@ -619,7 +619,8 @@ SOURCES: Mapping[str, Source] = {
         shows="CreationToken 1-64 characters",
     ),
     "helm-release-name": Source(
-        url="https://github.com/helm/helm/blob/main/pkg/chartutil/validate_name.go",
+        url="https://github.com/helm/helm/blob/e9b85e4de16ad45805843fb121748018cf89094b/pkg/chart/v2/util/"
+        "validate_name.go",
         shows="release names at most 53 characters (maxReleaseNameLen), DNS-1123 label characters",
     ),
     "helm-crds": Source(
