@@ -1272,7 +1272,8 @@ SOURCES: Mapping[str, Source] = {
         "the cluster",
     ),
     "tf-eks-addons-before-compute": Source(
-        url="https://github.com/terraform-aws-modules/terraform-aws-eks/blob/master/docs/cluster/addons.md",
+        url="https://github.com/terraform-aws-modules/terraform-aws-eks/blob/bdb36aa5628228281a71856d5f7725235f06638f/"
+        "docs/cluster/addons.md",
         shows="terraform-aws-eks creates the add-ons flagged before_compute before the node groups (without vpc-cni "
         "pods on new nodes fail their network setup), CoreDNS and kube-proxy in its example after them; the Pod "
         "Identity agent must precede the VPC CNI only when the CNI takes its permissions through Pod Identity "
