@@ -561,17 +561,20 @@ SOURCES: Mapping[str, Source] = {
         shows="cluster name: 1-100 characters, pattern ^[0-9A-Za-z][A-Za-z0-9\\-_]*",
     ),
     "tf-eks-node-group": Source(
-        url="https://github.com/hashicorp/terraform-provider-aws/blob/main/internal/service/eks/node_group.go",
+        url="https://github.com/hashicorp/terraform-provider-aws/blob/012e0a32f0686212f447447fd3d81c3d0ce256ad/"
+        "internal/service/eks/node_group.go",
         shows="node_group_name at most 63 characters, node_group_name_prefix at most 63 - 26 = 37 (the provider "
         "appends a 26-character unique suffix)",
     ),
     "tf-eks-node-group-release-version": Source(
-        url="https://github.com/hashicorp/terraform-provider-aws/blob/main/internal/service/eks/node_group.go",
+        url="https://github.com/hashicorp/terraform-provider-aws/blob/012e0a32f0686212f447447fd3d81c3d0ce256ad/"
+        "internal/service/eks/node_group.go",
         shows="resourceNodeGroupUpdate calls UpdateNodegroupVersion when launch_template, release_version or version "
         "changes, and puts release_version in the request only when it changed (d.HasChange(\"release_version\"))",
     ),
     "tf-launch-template-version": Source(
-        url="https://github.com/hashicorp/terraform-provider-aws/blob/main/internal/service/ec2/ec2_launch_template.go",
+        url="https://github.com/hashicorp/terraform-provider-aws/blob/025e4f81cab8553cb052aebfcc5987e2aa8c702a/"
+        "internal/service/ec2/ec2_launch_template.go",
         shows="resourceLaunchTemplateUpdate creates a new launch template version when any of its data changes "
         "(block_device_mappings, tag_specifications, user_data, network_interfaces, metadata_options, description...), "
         "not when only its own tags do; update_default_version makes it the default",
@@ -771,7 +774,8 @@ SOURCES: Mapping[str, Source] = {
         shows="EFS is billed by use: GB-month stored and, with Elastic throughput, GB read and written",
     ),
     "busybox-image": Source(
-        url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-e2e-test-images/images.yaml",
+        url="https://github.com/kubernetes/k8s.io/blob/e10ab5f95c9786e66745737e865fd6f593358eae/registry.k8s.io/"
+        "images/k8s-staging-e2e-test-images/images.yaml",
         shows="registry.k8s.io/e2e-test-images/busybox:1.37.0-1 and its digest sha256:0ffbe172f8d2...6c8bb (the "
         "Kubernetes image promoter's manifest; the tag Kubernetes' own e2e tests run, test/utils/image/manifest.go)",
     ),
@@ -887,7 +891,8 @@ SOURCES: Mapping[str, Source] = {
         "scaled by setting its desired size: it may launch part of it)",
     ),
     "etcd-image": Source(
-        url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-etcd/images.yaml",
+        url="https://github.com/kubernetes/k8s.io/blob/042770b5870a67fada1d4c48ed9679b10dcb9ca2/registry.k8s.io/"
+        "images/k8s-staging-etcd/images.yaml",
         shows="registry.k8s.io/etcd:3.5.21-0 and its digest sha256:d58c035df557...7d121 (the Kubernetes image "
         "promoter's manifest)",
     ),
@@ -1120,7 +1125,8 @@ SOURCES: Mapping[str, Source] = {
         "update ends the wait with an error (internal/service/eks/node_group.go, waitNodegroupUpdateSuccessful)",
     ),
     "tf-eks-node-group-update-order": Source(
-        url="https://github.com/hashicorp/terraform-provider-aws/blob/main/internal/service/eks/node_group.go",
+        url="https://github.com/hashicorp/terraform-provider-aws/blob/012e0a32f0686212f447447fd3d81c3d0ce256ad/"
+        "internal/service/eks/node_group.go",
         shows="resourceNodeGroupUpdate: \"Do any version update first\": a launch template, release_version or "
         "version change is sent (UpdateNodegroupVersion) and waited for before labels, scaling, taints and "
         "update_config (UpdateNodegroupConfig)",
@@ -1308,7 +1314,8 @@ SOURCES: Mapping[str, Source] = {
         "creates/updates finish)",
     ),
     "pulumi-aws-node-group-replace": Source(
-        url="https://github.com/pulumi/pulumi-aws/blob/master/provider/resource_overrides.go",
+        url="https://github.com/pulumi/pulumi-aws/blob/015d343812852f40a045a28e7f6e04bca69548f3/provider/"
+        "resource_overrides.go",
         shows="aws_eks_node_group's node_group_name is auto-named; pulumi-terraform-bridge deletes before it replaces "
         "only a resource whose auto-named field the program set (nameRequiresDeleteBeforeReplace), and skips the "
         "auto-name where node_group_name_prefix, which conflicts with it, is set: a group named by prefix is created "
