@@ -221,7 +221,7 @@ class NodeAllocatable:
     cpu_millis: int
     memory_mib: int
     """After the kubelet takes the pre-allocated huge pages off (pkg/kubelet/nodestatus/setters.go,
-    https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/nodestatus/setters.go)."""
+    https://github.com/kubernetes/kubernetes/blob/v1.36.3/pkg/kubelet/nodestatus/setters.go)."""
     pods: int
     hugepages_2mi_mib: int
     """0 without EFA."""

@@ -63,7 +63,7 @@ KUBELET_LABELS = frozenset(
 def kubelet_refuses_label(k: str) -> bool:
     """A node label the kubelet refuses to start with: one in the ``kubernetes.io`` or ``k8s.io`` namespace (or a
     subdomain of them) outside its own ``kubelet.kubernetes.io`` and ``node.kubernetes.io`` (``ValidateKubeletFlags``,
-    https://github.com/kubernetes/kubernetes/blob/master/cmd/kubelet/app/options/options.go) but the well-known
+    https://github.com/kubernetes/kubernetes/blob/v1.36.3/cmd/kubelet/app/options/options.go) but the well-known
     :data:`KUBELET_LABELS`."""
     namespace = k.split("/", 1)[0] if "/" in k else ""
 

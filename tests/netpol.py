@@ -21,8 +21,9 @@ policy agent does, the enforcement the stacks run on: an ``ipBlock`` matches any
 agent compares addresses); a connection to a Service's ClusterIP is checked for egress before kube-proxy's DNAT,
 so it passes an egress rule that matches the ClusterIP by ``ipBlock``, or a ``podSelector`` peer (in the peer's
 namespaces) that matches the Service's ``spec.selector``, on the port the Service maps to that target port
-(https://github.com/aws/amazon-network-policy-controller-k8s/blob/main/pkg/resolvers/endpoints.go,
-getMatchingServiceClusterIPs); headless Services have no ClusterIP, so their pods are reached directly.
+(getMatchingServiceClusterIPs,
+https://github.com/aws/amazon-network-policy-controller-k8s/blob/ecc7e6a79394528bdb397e1fbd927dae64383bec/pkg/resolvers/endpoints.go);
+headless Services have no ClusterIP, so their pods are reached directly.
 """
 
 import ipaddress

@@ -120,7 +120,8 @@ CHART_IMAGES: Mapping[str, PinnedImage] = {
 def chart_image_values(ref: str) -> dict[str, str]:
     """``{"repository", "tag"}`` of a Helm chart whose template writes ``repository:tag``: a reference pinned by
     digest keeps it in the tag (``v1.2.3@sha256:...``), which renders ``repository:v1.2.3@sha256:...``, a reference
-    the container runtime pulls by digest (https://github.com/opencontainers/distribution-spec/blob/main/spec.md)."""
+    the container runtime pulls by digest
+    (https://github.com/opencontainers/distribution-spec/blob/967efdc079b91785ad18c77cc4f8991a47feefbf/spec.md)."""
     name, _, digest = ref.partition("@")
     repository, tag = name.rsplit(":", 1)
     return {"repository": repository, "tag": f"{tag}@{digest}" if digest else tag}

@@ -1,6 +1,6 @@
 """The API server's own validation of a Job, beyond the OpenAPI schema (which ``tests/mock/test_k8s_schema.py`` checks):
 the rules of ``validateJobSpec`` / ``validatePodFailurePolicy`` in kubernetes ``pkg/apis/batch/validation/
-validation.go`` (https://github.com/kubernetes/kubernetes/blob/master/pkg/apis/batch/validation/validation.go),
+validation.go`` (https://github.com/kubernetes/kubernetes/blob/v1.36.3/pkg/apis/batch/validation/validation.go),
 over every Job every stack registers, shipped and stress variant. A schema and a mock accept an unordered list of
 exit codes; the real API server answered ``spec.podFailurePolicy.rules[1].onExitCodes.values: Invalid value:
 [143,69]: must be ordered`` and ``pulumi up`` failed at the training job."""
