@@ -1,7 +1,8 @@
 """The public sources behind every fact in the catalog: a key -> a URL a user can open, and what it shows.
 
 Every fact row names one or more of these keys; ``tests/unit/test_catalog.py`` checks that each key
-used exists here and that each source is an ``https://`` address.
+used exists here, that each source is an ``https://`` address, and that a file on GitHub is cited at a commit or a
+tag (the one whose content was read), never at a branch such as ``main``.
 """
 
 from dataclasses import dataclass

@@ -32,6 +32,7 @@ from components.catalog import (
 )
 from components.catalog.environment import CLUSTER_VARIABLES
 from components.catalog.limits import NAME_LIMITS
+from components.catalog.sources import Source
 from stacks.box.charts import NOT_AT_HAND
 from tests.harness import REPO
 
@@ -40,6 +41,61 @@ def test_every_source_is_a_public_address() -> None:
     for name, source in SOURCES.items():
         assert source.url.startswith("https://"), name
         assert source.shows, name
+
+
+#: A GitHub file or folder at a ref: ``github.com/<owner>/<repo>/(blob|tree|raw)/<ref>/...`` or
+#: ``raw.githubusercontent.com/<owner>/<repo>/<ref>/...``.
+GITHUB_FILE = re.compile(
+    r"(?:github\.com/[\w.-]+/[\w.-]+/(?:blob|tree|raw)|raw\.githubusercontent\.com/[\w.-]+/[\w.-]+)/(?P<ref>[^/?#]+)"
+)
+#: Branch names: a file there is whatever the branch holds today (or nothing, once the file moves or goes), not what
+#: the source's ``shows`` says. A commit or a tag stays.
+MOVING_REFS = {"main", "master", "develop", "HEAD"}
+
+
+def moving_branch_sources(sources: Mapping[str, Source]) -> list[str]:
+    """A line per source whose address is a GitHub file on a branch instead of a commit or a tag."""
+    return [
+        f"{key}: {source.url} is on the branch {m['ref']}; pin it to a commit (the 40-hex SHA of one where the file "
+        "still shows what `shows` says) or to a tag"
+        for key, source in sources.items()
+        for m in [GITHUB_FILE.search(source.url)]
+        if m and m["ref"] in MOVING_REFS
+    ]
+
+
+def test_every_github_file_source_is_pinned() -> None:
+    """A source that cites a file on GitHub names the commit (or tag) whose content it read: a branch moves, and
+    a file deleted or moved on it leaves a dead link (amazon-eks-ami's eni-max-pods.txt on main)."""
+    moving = moving_branch_sources(SOURCES)
+    assert moving == [], "components/catalog/sources.py:\n" + "\n".join(moving)
+
+
+def test_the_moving_branch_check_can_fail() -> None:
+    def source(url: str) -> Source:
+        return Source(url=url, shows="x")
+
+    pinned = "https://github.com/o/r/blob/2377b69aaeb8d751af1a265c2bfbeb94e6f6da90/a/b.txt"
+    moving = {
+        "on-main": source("https://github.com/o/r/blob/main/a/b.txt"),
+        "on-master-folder": source("https://github.com/o/r/tree/master/charts/x/"),
+        "on-develop": source("https://github.com/o/r/blob/develop/a.rb"),
+        "raw-head": source("https://raw.githubusercontent.com/o/r/HEAD/a.yaml"),
+    }
+    fine = {
+        "commit": source(pinned),
+        "commit-lines": source(pinned + "#L36-L57"),
+        "tag": source("https://github.com/o/r/blob/v1.2.3/a.md"),
+        "release-tag": source("https://github.com/o/r/tree/cluster-autoscaler-1.36.1/x"),
+        "issue": source("https://github.com/o/r/issues/973"),
+        "pull": source("https://github.com/o/r/pull/65"),
+        "releases": source("https://github.com/o/r/releases/tag/v1.2.3"),
+        "commit-page": source("https://github.com/o/r/commit/895662de1ae77feda0822eea72c321bdfb829a27"),
+        "not-github": source("https://docs.aws.amazon.com/eks/latest/userguide/main/x.html"),
+    }
+    found = moving_branch_sources({**moving, **fine})
+    assert [line.split(":", 1)[0] for line in found] == list(moving), found
+    assert "pin it to a commit" in found[0]
 
 
 def _facts(value: object) -> Iterator[object]:
