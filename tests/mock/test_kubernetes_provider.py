@@ -29,11 +29,11 @@ def test_the_program_gives_every_component_its_provider() -> None:
 
 def test_a_refresh_that_cannot_reach_the_cluster_keeps_every_object_in_the_state() -> None:
     """pulumi-kubernetes with ``deleteUnreachable`` drops every object it made from the state when it cannot read the
-    API server's discovery (``Configure`` then ``Read``,
-    https://github.com/pulumi/pulumi-kubernetes/blob/master/provider/pkg/provider/provider.go): a `pulumi refresh` with
-    expired credentials, another profile or a closed endpoint would then forget the jobs and the Helm releases, and
-    the next `pulumi up` fail on names still in use. No stack's provider sets it; a destroy after the cluster is gone
-    sets ``PULUMI_K8S_DELETE_UNREACHABLE`` itself (troubleshooting)."""
+    API server's discovery (``Configure`` then ``Read`` in
+    https://github.com/pulumi/pulumi-kubernetes/blob/997c0a8899dfd96965fce82b035219c3e08c1de9/provider/pkg/provider/provider.go):
+    a `pulumi refresh` with expired credentials, another profile or a closed endpoint would then forget the jobs and
+    the Helm releases, and the next `pulumi up` fail on names still in use. No stack's provider sets it; a destroy
+    after the cluster is gone sets ``PULUMI_K8S_DELETE_UNREACHABLE`` itself (troubleshooting)."""
     providers = {s: run_program(s).one("pulumi:providers:kubernetes").inputs for s in stack_names()}
     assert {s: i["deleteUnreachable"] for s, i in providers.items() if "deleteUnreachable" in i} == {}
     assert all(i.get("enableServerSideApply") in (True, "true") for i in providers.values()), providers

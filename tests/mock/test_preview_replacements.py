@@ -1,11 +1,12 @@
 """A preview of an update that replaces one resource shows only what the update changes.
 
 In a preview, a replaced resource's outputs are unknown, and so is every input made from them. pulumi-kubernetes
-replaces everything a provider made when its kubeconfig is unknown (``DiffConfig``,
-https://github.com/pulumi/pulumi-kubernetes/blob/master/provider/pkg/provider/provider.go), and an EKS add-on whose
-``cluster_name`` is unknown is replaced too (a ForceNew field). `pulumi up` then resolves the same values and
-replaces nothing, but its preview, the one the user confirms, showed every job replaced. So inputs that only order a
-resource after another carry that resource (``components.ordering.ordered_after``), not its value.
+replaces everything a provider made when its kubeconfig is unknown (``DiffConfig`` in
+https://github.com/pulumi/pulumi-kubernetes/blob/997c0a8899dfd96965fce82b035219c3e08c1de9/provider/pkg/provider/provider.go),
+and an EKS add-on whose ``cluster_name`` is unknown is replaced too (a ForceNew field). `pulumi up` then resolves
+the same values and replaces nothing, but its preview, the one the user confirms, showed every job replaced. So
+inputs that only order a resource after another carry that resource (``components.ordering.ordered_after``), not
+its value.
 
 Each stack is evaluated as the preview of an update that replaces what a running stack replaces alone: the system
 node group (a new instance type), the cluster's add-ons and the FSx import associations (a new prefix).
