@@ -172,7 +172,7 @@ SOURCES: Mapping[str, Source] = {
     "nccl-tests-busbw": Source(
         url="https://github.com/NVIDIA/nccl-tests/blob/a0b82b2260cf5152b9f8c061bbf7eaf0ba096432/doc/PERFORMANCE.md",
         shows="bus bandwidth of an all-reduce over n ranks is algbw x 2(n-1)/n (algbw = bytes / time), comparable with "
-        "the hardware's peak bandwidth; nccl-tests prints it in GB/s (1e9 bytes/s)",
+        "the hardware's peak bandwidth; nccl-tests prints it in GB/s",
     ),
     "allreduce-lower-bound": Source(
         url="https://www.cs.fsu.edu/~xyuan/paper/09jpdc.pdf",
@@ -322,7 +322,8 @@ SOURCES: Mapping[str, Source] = {
         "ecc7e6a79394528bdb397e1fbd927dae64383bec/pkg/resolvers/endpoints.go",
         shows="getMatchingServiceClusterIPs: an egress rule's podSelector also allows the ClusterIP of every "
         "non-headless Service (in the peer's namespaces) whose spec.selector the podSelector matches, because the "
-        "agent's eBPF programs see a connection before kube-proxy's DNAT",
+        "agent's eBPF programs see a connection before kube-proxy's DNAT (a port whose named targetPort could get "
+        "around the policy is left out)",
     ),
     "aws-network-policy-node-ip": Source(
         url="https://github.com/aws/aws-network-policy-agent/pull/65",
@@ -353,8 +354,8 @@ SOURCES: Mapping[str, Source] = {
     "containerd-port-forward": Source(
         url="https://github.com/containerd/containerd/blob/301026e58c619e63d09c0ec411012e54c0124b03/internal/cri/"
         "server/sandbox_portforward_linux.go",
-        shows="kubectl port-forward: containerd dials localhost:<port> inside the pod's network namespace (falling "
-        "back to the pod IP from the node): the connection never arrives from another pod",
+        shows="kubectl port-forward: containerd dials localhost:<port> inside the pod's network namespace (IPv4, then "
+        "IPv6 localhost): the connection never arrives from another pod",
     ),
     "efs-csi-node-restart": Source(
         url="https://github.com/kubernetes-sigs/aws-efs-csi-driver/issues/973",
@@ -364,7 +365,7 @@ SOURCES: Mapping[str, Source] = {
     "efs-csi-node": Source(
         url="https://github.com/kubernetes-sigs/aws-efs-csi-driver/blob/a4fc67600be60d0f8350dc9459e55ff04e9aa944/"
         "charts/aws-efs-csi-driver/templates/node-daemonset.yaml",
-        shows="the EFS CSI node plugin runs with hostNetwork: true and mounts the file system (NFS, 2049/TCP) on the "
+        shows="the EFS CSI node plugin runs with hostNetwork: true and mounts the file system on the "
         "node; pods see a bind mount, their own network never carries NFS",
     ),
     "k8s-service-account-token-volume": Source(
@@ -625,7 +626,8 @@ SOURCES: Mapping[str, Source] = {
     "helm-release-name": Source(
         url="https://github.com/helm/helm/blob/e9b85e4de16ad45805843fb121748018cf89094b/pkg/chart/v2/util/"
         "validate_name.go",
-        shows="release names at most 53 characters (maxReleaseNameLen), DNS-1123 label characters",
+        shows="release names at most 53 characters (maxReleaseNameLen), lowercase letters, digits and '-' in "
+        "dot-separated parts (the DNS-1123 subdomain form)",
     ),
     "helm-crds": Source(
         url="https://helm.sh/docs/chart_best_practices/custom_resource_definitions/",
@@ -1317,8 +1319,9 @@ SOURCES: Mapping[str, Source] = {
     "pulumi-aws-node-group-replace": Source(
         url="https://github.com/pulumi/pulumi-aws/blob/015d343812852f40a045a28e7f6e04bca69548f3/provider/"
         "resource_overrides.go",
-        shows="aws_eks_node_group's node_group_name is auto-named; pulumi-terraform-bridge deletes before it replaces "
-        "only a resource whose auto-named field the program set (nameRequiresDeleteBeforeReplace), and skips the "
+        shows="aws_eks_node_group's node_group_name is auto-named; pulumi-terraform-bridge (its "
+        "nameRequiresDeleteBeforeReplace, pkg/tfbridge/schema.go) deletes before it replaces only a resource whose "
+        "auto-named field the program set, and skips the "
         "auto-name where node_group_name_prefix, which conflicts with it, is set: a group named by prefix is created "
         "before the old one is deleted",
     ),
