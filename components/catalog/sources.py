@@ -915,6 +915,12 @@ SOURCES: Mapping[str, Source] = {
         shows="the operator appends K_MPI_JOB_ROLE (launcher or worker) to the containers of an MPIJob's launcher and "
         "workers",
     ),
+    "kueue-chart-values": Source(
+        url="https://github.com/kubernetes-sigs/kueue/blob/v0.19.1/charts/kueue/values.yaml",
+        shows="controllerManager.replicas is 1 and podDisruptionBudget.enabled false by default; the chart's "
+        "templates/webhook/manifests.yaml gives the webhooks of batch/v1 Jobs and MPIJobs (mjob.kb.io, vjob.kb.io, "
+        "mmpijob.kb.io) failurePolicy: Fail in every namespace but kube-system and Kueue's own",
+    ),
     "kueue-chart": Source(
         url="https://kueue.sigs.k8s.io/docs/installation/#install-via-helm",
         shows="Kueue's Helm chart oci://registry.k8s.io/kueue/charts/kueue at version 0.19.1 (the chart's sources are "

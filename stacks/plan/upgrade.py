@@ -130,6 +130,7 @@ def compare(
         deleted_group(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names
     ]
     notes += outgoing_notes(old_plan, new_plan)
+    notes += _kueue_move_notes(new_plan, groups)
     notes += _team_notes(new_plan, groups)
     notes += _held_addon_notes(old_plan, new_plan)
     notes += deadline_notes(old_plan, new_plan, runs)
@@ -397,6 +398,25 @@ def _default_addon_notes(addons: tuple[AddonChange, ...], minor: str) -> list[st
         f"describe-addon-versions --addon-name {a.name} --kubernetes-version {minor})"
         for a in addons
         if a.old is not None and a.new is None
+    ]
+
+
+#: What moves the system group's pods off their nodes: a roll, a replacement, a shrink or a deletion.
+_MOVES_PODS = frozenset({"roll", "replace", "shrink", "delete"})
+
+
+def _kueue_move_notes(new_plan: Plan, groups: list[GroupChange]) -> list[str]:
+    """Kueue's controller moving with the system nodes: the chart runs one replica without a disruption budget, and
+    its Job webhooks fail closed (source key ``kueue-chart-values``), so a Job created or changed meanwhile is
+    refused. A jobs-only stack installs no Kueue."""
+    if new_plan.config.cluster.stack_reference is not None:
+        return []
+    moved = [g for g in groups if g.path == new_plan.system.path and g.action in _MOVES_PODS]
+    return [
+        f"{g.path} {g.action}: Kueue's one controller pod moves with it. Until its new pod is ready, no job is "
+        "admitted, and Kueue's webhooks refuse a Job or MPIJob created or changed: if this update also changes a "
+        "job, `pulumi up` may fail on it. Run it again once `kubectl -n kueue-system get deploy` shows Kueue ready"
+        for g in moved
     ]
 
 

@@ -2427,3 +2427,21 @@ def test_a_group_the_autoscaler_gives_up_below_its_old_max_size_may_shrink() -> 
     kept = copy.deepcopy(old)
     kept[P + "nodeGroups"]["cpu"].update(minSize=2, desiredSize=2, maxSize=2)
     assert compare(plan_of("dev", old), plan_of("dev", kept)).groups == ()
+
+
+def test_a_system_group_that_moves_its_pods_names_kueue_s_webhooks() -> None:
+    """Kueue runs one controller pod on the system nodes with no disruption budget (the chart's defaults), and its
+    Job webhooks fail closed: a roll or a replacement of the system group names the window in which a Job created
+    or changed is refused. A worker group's roll does not."""
+    replaced = compare(plan_of("mpi-horovod", preset("mpi-horovod")), _system("mpi-horovod", instanceType="c5.4xlarge"))
+    (note,) = [n for n in replaced.notes if "Kueue's one controller pod" in n]
+    assert note.startswith("systemNodeGroup replace: ") and "kubectl -n kueue-system get deploy" in note
+    cfg = preset("p5")
+    rolled = copy.deepcopy(cfg)
+    rolled[P + "systemNodeGroup"]["diskSizeGib"] = 80
+    assert [n for n in compare(plan_of("p5", cfg), plan_of("p5", rolled)).notes if "systemNodeGroup roll: Kueue" in n]
+    workers = copy.deepcopy(cfg)
+    workers[P + "nodeGroups"]["gpu"]["diskSizeGib"] = 900
+    moved = compare(plan_of("p5", cfg), plan_of("p5", workers))
+    assert [g.action for g in moved.groups if g.path == "nodeGroups.gpu"] == ["roll"]
+    assert not [n for n in moved.notes if "Kueue's one controller pod" in n]
