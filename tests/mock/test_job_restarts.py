@@ -204,7 +204,11 @@ def test_the_summary_names_exactly_the_jobs_the_cluster_restarts(stack: str, job
     truth = restarted(before, program.registrations, jobs)
     named = {r.name: r for r in run_changes(_plan(stack, stack_config(stack)), _plan(stack, config))}
     said = [(n, r.action) for n, r in named.items()]
-    assert set(named) == set(truth), f"{key} = {value!r}: the cluster restarts {truth}, the summary names {said}"
+    assert set(named) == set(truth), (
+        f"{key} = {value!r}: the cluster restarts {truth}, the summary names {said}. A key the pods read goes in "
+        "POD_SETTINGS (stacks/plan/job_changes.py) and the kinds' pod_keys; a key of the run's recipe in run_recipe "
+        "(stacks/plan/__init__.py)"
+    )
     for name, run in named.items():
         if run.action == "restarts":
             assert key in run.reasons, (name, run)

@@ -409,12 +409,16 @@ def test_every_list_of_the_topology_types_is_the_catalogs() -> None:
     types a user reads names it, as itself or by its family (``p5`` for p5.48xlarge), and names no other."""
     from components.catalog import NETWORK_TOPOLOGY
 
+    stale = []  # every stale list at once: a new type's line makes each of them stale
     for path in TOPOLOGY_LISTS:
         text = " ".join((REPO / path).read_text().split())
         lists = re.findall(r"\bp3dn(?:, [\w.-]+)*,? (?:and|or) [\w.-]+", text)
-        assert lists, f"{path}: no list of the topology types"
+        if not lists:
+            stale.append(f"{path}: no list of the topology types")
         for found in lists:
             names = {n.rstrip(".") for n in re.split(r",? (?:and|or) |, ", found)}
             missing = [t for t in NETWORK_TOPOLOGY if t not in names and t.split(".")[0] not in names]
             extra = [n for n in names if not any(n in (t, t.split(".")[0]) for t in NETWORK_TOPOLOGY)]
-            assert not missing and not extra, f"{path}: {found!r} misses {missing}, names {extra} besides"
+            if missing or extra:
+                stale.append(f"{path}: {found!r} misses {missing}, names {extra} besides")
+    assert stale == []
