@@ -21,6 +21,7 @@ from components.catalog import EKS_UNSUPPORTED_ZONE_IDS, STORAGE_ADDONS
 from components.catalog.operations import OBSERVABILITY_ADDON
 from components.cluster import TrainingClusterArgs
 from components.image.aws_settings import AwsSettings
+from components.kubernetes_provider import warn_if_delete_unreachable_set
 from components.nodegroup import TrainingNodeGroupArgs
 from components.observability import FleetObservability, FleetObservabilityArgs, GpuGroupSpec
 from components.ordering import ordered_after
@@ -326,6 +327,7 @@ def _kubernetes_provider(
         # no delete_unreachable: a refresh that cannot reach the API server (credentials, network) would drop every
         # object from the state (troubleshooting: "pulumi destroy cannot reach the cluster")
     )
+    warn_if_delete_unreachable_set(provider)
     # Kubernetes objects depend on the cluster through the provider (its kubeconfig), so they are
     # created after it and deleted before it.
     k8s_opts = pulumi.ResourceOptions(provider=provider)

@@ -20,6 +20,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cluster import with_token_credentials
+from components.kubernetes_provider import warn_if_delete_unreachable_set
 from stacks.config.errors import key
 from stacks.environment import token_credentials
 from stacks.last_update import CLUSTER_NAME_OUTPUT, REGION_OUTPUT
@@ -134,6 +135,7 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
         enable_server_side_apply=True,
         # no delete_unreachable, as the cluster stack's provider (stacks/environment.py)
     )
+    warn_if_delete_unreachable_set(provider)
     namespace = mine.apply(lambda t: str(t["namespace"]))
     target = JobTarget(
         plan=plan,

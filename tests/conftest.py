@@ -118,13 +118,23 @@ def sigint_at_its_default() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def without_kubernetes_provider_settings() -> None:
+    """Drop the ``PULUMI_K8S_*`` variables of the environment the run inherited: pulumi-kubernetes' SDK copies them
+    into every provider the program makes without the setting (``PULUMI_K8S_DELETE_UNREACHABLE`` among them), so
+    the registrations the tests compare would follow the shell. A test that needs one sets it itself."""
+    for name in [n for n in os.environ if n.startswith("PULUMI_K8S_")]:
+        del os.environ[name]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The controller (not a worker) makes the folder of the locks and reads the units' durations of earlier runs;
     the order of the units is set on every process from the controller's reading (xdist's workers must collect the
-    same order). The Go programs' runtime settings and SIGINT's default are set for every process the tests start."""
+    same order). The Go programs' runtime settings and SIGINT's default are set for every process the tests start,
+    and the Kubernetes provider's environment settings dropped."""
     for name, value in GO_RUNTIME.items():
         os.environ.setdefault(name, value)
     sigint_at_its_default()
+    without_kubernetes_provider_settings()
     if not hasattr(config, "workerinput"):
         left = orphans.stop_orphans()  # a killed run's servers would share the cores with this one
         if left:

@@ -2,7 +2,7 @@
 
 In a preview, a replaced resource's outputs are unknown, and so is every input made from them. pulumi-kubernetes
 replaces everything a provider made when its kubeconfig is unknown (``DiffConfig`` in
-https://github.com/pulumi/pulumi-kubernetes/blob/997c0a8899dfd96965fce82b035219c3e08c1de9/provider/pkg/provider/provider.go),
+https://github.com/pulumi/pulumi-kubernetes/blob/94977969d64112b04e19945818a7d5d5f38f631d/provider/pkg/provider/provider.go),
 and an EKS add-on whose ``cluster_name`` is unknown is replaced too (a ForceNew field). `pulumi up` then resolves
 the same values and replaces nothing, but its preview, the one the user confirms, showed every job replaced. So
 inputs that only order a resource after another carry that resource (``components.ordering.ordered_after``), not
