@@ -414,8 +414,9 @@ def _kueue_move_notes(new_plan: Plan, groups: list[GroupChange]) -> list[str]:
     moved = [g for g in groups if g.path == new_plan.system.path and g.action in _MOVES_PODS]
     return [
         f"{g.path} {g.action}: Kueue's one controller pod moves with it. Until its new pod is ready, no job is "
-        "admitted, and Kueue's webhooks refuse a Job or MPIJob created or changed: if this update also changes a "
-        "job, `pulumi up` may fail on it. Run it again once `kubectl -n kueue-system get deploy` shows Kueue ready"
+        "admitted, and Kueue's webhooks refuse a Job or MPIJob, or a Kueue queue or flavor, created or changed: if "
+        "this update also changes one, `pulumi up` may fail on it. Run it again once `kubectl -n kueue-system get "
+        "deploy` shows Kueue ready"
         for g in moved
     ]
 
