@@ -1,7 +1,8 @@
-"""Order a resource after others without waiting on their values, so that a preview still sees its inputs.
+"""Order a resource after others so that a preview still sees its inputs when one of them is replaced.
 
 Why: docs/explanation/pulumi-up.md, "Ordering that a preview can read"."""
 
+import asyncio
 from typing import Any, TypeVar, cast
 
 import pulumi
@@ -10,16 +11,24 @@ T = TypeVar("T")
 
 
 def ordered_after(value: pulumi.Output[T], *dependencies: pulumi.Input[Any]) -> pulumi.Output[T]:
-    """``value``, known whenever it is, carrying the resources behind ``dependencies``: a resource that takes it is
-    created after them and deleted before them, as with ``depends_on``. ``Output.all(value, *dependencies)`` orders
-    the same, but a preview that replaces one of them shows the value unknown, and the resource replaced with it."""
-    out = value
+    """``value`` once ``dependencies`` have resolved, carrying their resources: a resource that takes it is created
+    after them and deleted before them, and a dependency that fails (an ``apply`` that raises) fails it too. Unlike
+    ``Output.all(value, *dependencies)``, it is known whenever ``value`` is: a preview that replaces one of them does
+    not show it unknown, nor the resource that takes it replaced."""
     after = [pulumi.Output.from_input(d) for d in dependencies]
 
     async def resources() -> set[pulumi.Resource]:
-        found = set(await out.resources())
+        found = set(await value.resources())
         for d in after:
             found |= await d.resources()
         return found
 
-    return pulumi.Output(resources(), cast(Any, out.future(with_unknowns=True)), out.is_known(), out.is_secret())
+    async def resolved() -> Any:
+        for d in after:
+            await d.future(with_unknowns=True)  # raises what a failed dependency raised
+        return await value.future(with_unknowns=True)
+
+    # each part a task at once, as the SDK's own apply makes its one: a program that ends first leaves no coroutine
+    # that was never awaited
+    parts = [asyncio.ensure_future(c) for c in (resources(), resolved(), value.is_known(), value.is_secret())]
+    return pulumi.Output(parts[0], cast(Any, parts[1]), parts[2], parts[3])

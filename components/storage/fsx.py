@@ -267,8 +267,9 @@ class FsxLustreStorage(pulumi.ComponentResource):
         self.data_repository_path = data_repository_path
         self.export_repository_path = export_repository_path
         init_done = finished(BATCH_JOB, k8s_name(s.pvc_name, "init"), init, awaited=True)
-        # after the associations, not on their ids: a replaced one (a new prefix) leaves the jobs' inputs known
-        self.data_ready = ordered_after(init_done.apply(lambda _: s.data_path), *[a.id for a in associations])
+        # after the volume's init Job (a failed one fails it) and the associations, known in a preview that replaces
+        # one of them (a new prefix): the jobs' inputs stay known
+        self.data_ready = ordered_after(pulumi.Output.from_input(s.data_path), init_done, *[a.id for a in associations])
         self.csi_role_arn = identity.role.arn
         self.persistent_volume_name = volume.metadata.name
         self.namespace = namespace.metadata.name

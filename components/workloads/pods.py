@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 
 from components.catalog import IMAGES
 from components.conventions import IMAGE_PULL_POLICY, SHARED_MOUNT, TRAINING_IMAGE_UID
+from components.ordering import ordered_after
 from components.quantities import mebibytes, mebibytes_of, millicores
 from components.workloads.spec import JobSpec, WorkerPlacement, variable_references
 
@@ -218,9 +219,9 @@ def _defined_first(env: Mapping[str, pulumi.Input[str]]) -> list[str]:
 def created_after(spec: JobSpec, name: pulumi.Input[str], extra: Sequence[pulumi.Resource] = ()) -> pulumi.Output[str]:
     """``name`` as an Output that resolves once the job's setup Outputs (``after``, ``data_dir``) have:
     the Kubernetes object named with it is created after them (a component's ``depends_on`` does not
-    reach its children; data dependencies do)."""
+    reach its children; data dependencies do), and a preview that replaces one of them leaves it known."""
     outputs = [*(spec.get("after") or []), spec.get("data_dir") or "", *[r.urn for r in extra]]
-    return pulumi.Output.all(name, *outputs).apply(lambda v: str(v[0]))
+    return ordered_after(pulumi.Output.from_input(name), *outputs)
 
 
 def exit_code_values(codes: Sequence[int]) -> list[int]:

@@ -11,6 +11,7 @@ from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, JOB_LABEL, 
 from components.iam import s3_read_object_policy
 from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.naming import k8s_name
+from components.ordering import ordered_after
 from components.partition import current_partition
 from components.pod_identity import pod_identity_role
 from components.workloads.job_objects import BATCH_JOB
@@ -99,8 +100,9 @@ class DatasetStaging(pulumi.ComponentResource):
         job_name = k8s_name(name)
         job = self._job(name, args, job_name, data_dir, labels, sa, depends)
         self.job_name = finished(BATCH_JOB, job_name, job, awaited=True)
-        # Resolves when the Job has completed (Pulumi awaits it): jobs that read the data wait for it.
-        self.data_dir = self.job_name.apply(lambda _: data_dir)
+        # Resolves when the Job has completed (Pulumi awaits it; a failed one fails it): jobs that read the data wait
+        # for it. Known in a preview that replaces the Job, so the jobs after it are not shown replaced with it.
+        self.data_dir = ordered_after(pulumi.Output.from_input(data_dir), self.job_name)
         self.register_outputs({"job_name": self.job_name, "data_dir": self.data_dir})
 
     def _s3_read_access(

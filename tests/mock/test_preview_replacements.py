@@ -9,14 +9,15 @@ inputs that only order a resource after another carry that resource (``component
 its value.
 
 Each stack is evaluated as the preview of an update that replaces what a running stack replaces alone: the system
-node group (a new instance type), the cluster's add-ons and the FSx import associations (a new prefix).
+node group (a new instance type), the cluster's add-ons, the FSx import associations (a new prefix) and every job
+object (a new definition: staging, the volume's init, training, MPI).
 """
 
 from typing import Callable
 
 import pytest
 
-from tests.harness import Program, contains_unknown, run_program, stack_names
+from tests.harness import JOB_OBJECT_TYPES, Program, contains_unknown, run_program, stack_names
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ADDON = "aws:eks/addon:Addon"
@@ -30,6 +31,7 @@ def _alone(t: str, n: str) -> bool:
         (t == NODE_GROUP and n.endswith("-system-ng"))
         or (t == ADDON and "-addon-" in n)  # the cluster's own add-ons (vpc-cni, the Pod Identity agent, ...)
         or t == ASSOCIATION
+        or t in JOB_OBJECT_TYPES
     )
 
 
