@@ -323,7 +323,7 @@ class TrainingCluster(pulumi.ComponentResource):
         AWS provider: ``token_env``, ``token_role_arn``). Kubernetes objects are created through a provider built from
         it: it is ordered after the system nodes (where the controllers of Helm releases run: an atomic release would
         otherwise time out) and the Pod Identity agent (credentials for pods that call AWS), and on destroy those
-        objects go first. It does not wait on their values: a replaced system group leaves it known in a preview.
+        objects go first. It stays known in a preview that replaces the system group (``ordered_after``).
         CoreDNS, metrics-server and the node monitoring agent are not waited for here: pods that resolve names wait
         for CoreDNS themselves (``coredns_addon``), nothing waits for the other two."""
         env, role = dict(args.get("token_env") or {}), args.get("token_role_arn")
