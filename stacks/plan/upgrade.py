@@ -84,6 +84,10 @@ class Upgrade:
         return any(g.action == "roll" and g.node_update.surge and g.minutes == slowest for g in self.groups)
 
 
+#: The group changes that move a group's pods off their nodes: a roll, a replacement, a shrink or a deletion.
+MOVES_PODS = frozenset({"roll", "replace", "shrink", "delete"})
+
+
 def compare(
     old_plan: Plan,
     new_plan: Plan,
@@ -335,7 +339,7 @@ def _storage_class_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
 
 def _team_notes(new_plan: Plan, groups: list[GroupChange]) -> list[str]:
     """A cluster stack with teams: their jobs-only stacks run jobs on its groups, which this summary cannot list."""
-    stopping = [g.path for g in groups if g.action in ("roll", "replace", "shrink", "delete")]
+    stopping = [g.path for g in groups if g.action in MOVES_PODS]
     if not new_plan.config.teams or not stopping:
         return []
     return [
@@ -401,17 +405,13 @@ def _default_addon_notes(addons: tuple[AddonChange, ...], minor: str) -> list[st
     ]
 
 
-#: What moves the system group's pods off their nodes: a roll, a replacement, a shrink or a deletion.
-_MOVES_PODS = frozenset({"roll", "replace", "shrink", "delete"})
-
-
 def _kueue_move_notes(new_plan: Plan, groups: list[GroupChange]) -> list[str]:
     """Kueue's controller moving with the system nodes: the chart runs one replica without a disruption budget, and
     its Job webhooks fail closed (source key ``kueue-chart-values``), so a Job created or changed meanwhile is
     refused. A jobs-only stack installs no Kueue."""
     if new_plan.config.cluster.stack_reference is not None:
         return []
-    moved = [g for g in groups if g.path == new_plan.system.path and g.action in _MOVES_PODS]
+    moved = [g for g in groups if g.path == new_plan.system.path and g.action in MOVES_PODS]
     return [
         f"{g.path} {g.action}: Kueue's one controller pod moves with it. Until its new pod is ready, no job is "
         "admitted, and Kueue's webhooks refuse a Job or MPIJob, or a Kueue queue or flavor, created or changed: if "
