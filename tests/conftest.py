@@ -79,6 +79,21 @@ _locks = pytest.StashKey[str]()
 #: The units' durations in earlier runs (:func:`durations_file`), passed from the controller to its workers.
 DURATIONS_KEY = "eks_training_durations"
 _durations = pytest.StashKey[dict[str, float]]()
+#: The temporary folder of every process the run starts (``TMPDIR``), removed at its end.
+_temp = pytest.StashKey[str]()
+#: Its name's start: short, as OpenMPI and PMIx put their Unix sockets under ``TMPDIR`` (108 bytes a path).
+TEMP_PREFIX = "eks-tmp-"
+
+
+def temp_of_the_run() -> str:
+    """(The controller) a folder for what the processes the tests start leave in ``TMPDIR`` (torchrun's
+    ``torchelastic_*`` logs, multiprocessing's ``pymp-*``, TensorFlow's autograph files, a killed process's files):
+    every process started after this, the xdist workers among them, inherits it, and the run removes it at its end,
+    so a run leaves nothing in the machine's ``/tmp``. pytest's own ``tmp_path`` folders stay where they were (the
+    controller read the temporary folder before; the workers' come from it), kept for a failure's reading."""
+    folder = tempfile.mkdtemp(prefix=TEMP_PREFIX)
+    os.environ["TMPDIR"] = folder
+    return folder
 
 
 def durations_file() -> Path:
@@ -127,7 +142,8 @@ def without_kubernetes_provider_settings() -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The controller (not a worker) makes the folder of the locks and reads the units' durations of earlier runs;
+    """The controller (not a worker) makes the folder of the locks and the run's temporary folder
+    (:func:`temp_of_the_run`), and reads the units' durations of earlier runs;
     the order of the units is set on every process from the controller's reading (xdist's workers must collect the
     same order). The Go programs' runtime settings and SIGINT's default are set for every process the tests start,
     and the Kubernetes provider's environment settings dropped."""
@@ -141,6 +157,7 @@ def pytest_configure(config: pytest.Config) -> None:
             sys.stderr.write(f"[tests] stopped {len(left)} processes a killed test run left: " + "; ".join(left) + "\n")
         os.environ[orphans.RUN_ENV] = orphans.this_run()  # every process this run starts inherits it
         config.stash[_locks] = tempfile.mkdtemp(prefix="eks-training-tests-")
+        config.stash[_temp] = temp_of_the_run()
         markexpr = config.getoption("markexpr", "") or ""
         config.stash[_durations] = durations = read_durations(markexpr)
         # a run of the whole of its tiers only (not of some modules, nor with -k): its units' whole durations
@@ -254,15 +271,16 @@ class ModuleOrder:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """The controller removes the folder of the locks. A worker freezes what it holds before pytest's unraisable-
-    exception plugin runs its full garbage collections (``_pytest.unraisableexception``, at unconfigure and at
-    cleanup): the worker sent its last report at the session's end (xdist ``workerfinished``), so nothing those
-    collections would find reaches the run's report anyway."""
+    """The controller removes the folder of the locks and the run's temporary folder. A worker freezes what it holds
+    before pytest's unraisable-exception plugin runs its full garbage collections (``_pytest.unraisableexception``, at
+    unconfigure and at cleanup): the worker sent its last report at the session's end (xdist ``workerfinished``), so
+    nothing those collections would find reaches the run's report anyway."""
     if hasattr(config, "workerinput"):
         gc.freeze()
-    folder = config.stash.get(_locks, None)
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
+    for key in (_locks, _temp):
+        folder = config.stash.get(key, None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.hookimpl(optionalhook=True)
