@@ -1,8 +1,9 @@
 """A component's ``args`` checked against its TypedDict when the component is made.
 
 Python does not check a TypedDict at run time: a key written wrong (``nat_gateway_per_zone`` for
-``nat_gateway_per_az``) would be ignored, and its default used without a word. :func:`checks_args` refuses it,
-with the key's path and the nearest known name, before the component registers anything.
+``nat_gateway_per_az``) would be ignored, and its default used without a word, and a required key left out would
+raise a bare ``KeyError`` deep inside, after some children were registered. :func:`checks_args` refuses both, each
+with the key's path (and the nearest known name for one written wrong), before the component registers anything.
 """
 
 import difflib
@@ -12,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Callable, TypeVar
 
 from typing_extensions import NotRequired, Required, is_typeddict
+
+from components.catalog.platform import SUPPORTED_KUBERNETES_VERSIONS
 
 _Init = TypeVar("_Init", bound=Callable[..., None])
 
@@ -27,9 +30,10 @@ def _unwrap(hint: Any) -> Any:
     return hint
 
 
-def unknown_keys(spec: Any, value: Any, path: str) -> list[str]:
-    """The keys of ``value`` (at ``path``) that the TypedDict ``spec`` has no field for, nested TypedDicts and lists
-    of them included, each with the nearest known name."""
+def key_problems(spec: Any, value: Any, path: str) -> list[str]:
+    """The keys of ``value`` (at ``path``) that the TypedDict ``spec`` has no field for, each with the nearest known
+    name, the values :func:`value_problem` refuses, and the keys it requires that ``value`` lacks; nested TypedDicts
+    and lists of them included."""
     if not is_typeddict(spec) or not isinstance(value, Mapping):
         return []
     # the raw annotations, not get_type_hints: pulumi's Input names Output in a string it cannot resolve here
@@ -41,27 +45,43 @@ def unknown_keys(spec: Any, value: Any, path: str) -> list[str]:
             hint = f"did you mean {near[0]}?" if near else f"known keys: {', '.join(sorted(fields))}"
             found.append(f"{path}.{k}: not a key of {spec.__name__}; {hint}")
             continue
+        found += value_problem(k, v, f"{path}.{k}")
         inner = _unwrap(fields[k])
         if is_typeddict(inner):
-            found += unknown_keys(inner, v, f"{path}.{k}")
+            found += key_problems(inner, v, f"{path}.{k}")
         elif typing.get_origin(inner) in (list, Sequence) and isinstance(v, (list, tuple)):
             (item,) = typing.get_args(inner) or (None,)
             for i, each in enumerate(v):
-                found += unknown_keys(_unwrap(item), each, f"{path}.{k}[{i}]")
-    return found
+                found += key_problems(_unwrap(item), each, f"{path}.{k}[{i}]")
+    return found + [
+        f"{path}.{k}: missing; {spec.__name__} requires it (docs/reference/components.md lists each key)"
+        for k in sorted(spec.__required_keys__ - set(value))
+    ]
+
+
+def value_problem(key: str, value: Any, path: str) -> list[str]:
+    """A value refused in any component's args, nested ones too: a ``kubernetes_version`` outside the catalog's minors
+    (the add-ons', the autoscaler's and the node images' facts are kept per minor)."""
+    if key == "kubernetes_version" and isinstance(value, str) and value not in SUPPORTED_KUBERNETES_VERSIONS:
+        return [
+            f"{path}: {value!r} is not supported; use one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)} "
+            "(docs/reference/versions.md)"
+        ]
+    return []
 
 
 def checks_args(init: _Init) -> _Init:
-    """Wrap a component's ``__init__(self, name, args, opts)``: an ``args`` key its TypedDict lacks raises
-    ``ValueError`` before the component registers. A TypedDict of your own that extends the component's is a plain
-    dict at run time: drop your own keys before you pass it."""
+    """Wrap a component's ``__init__(self, name, args, opts)``: an ``args`` key its TypedDict lacks, one it requires
+    left out, or a value :func:`value_problem` refuses raises ``ValueError`` before the component registers. A
+    TypedDict of your own that extends the component's is a plain dict at run time: drop your own keys before you
+    pass it."""
     spec = init.__annotations__["args"]
     if isinstance(spec, str):  # a quoted annotation: the TypedDict of that name in the component's module
         spec = init.__globals__[spec]
 
     @functools.wraps(init)
     def checked(self: Any, name: str, args: Any, *rest: Any, **kwargs: Any) -> None:
-        problems = unknown_keys(spec, args, f"{type(self).__name__}({name!r}).args")
+        problems = key_problems(spec, args, f"{type(self).__name__}({name!r}).args")
         if problems:
             raise ValueError("; ".join(problems))
         init(self, name, args, *rest, **kwargs)

@@ -125,7 +125,8 @@ class TrainingNodeGroupArgs(TypedDict):
     """NVIDIA GPUs per node; defaults to the catalog's value for the first instance type."""
     accelerator: NotRequired[str]
     """Value of the ``k8s.amazonaws.com/accelerator`` label of GPU nodes (cluster-autoscaler's GPU label);
-    defaults to the catalog's GPU model of the first instance type, e.g. ``nvidia-h100``."""
+    defaults to the catalog's GPU model of the first instance type, e.g. ``nvidia-h100``. Required for a GPU type
+    the catalog lacks: the jobs' placement selects the value ``node_profile`` gives for your ``InstanceType``."""
     capacity_type: NotRequired[str]
     """``ON_DEMAND`` (default), ``SPOT`` or ``CAPACITY_BLOCK`` (needs ``capacity_reservation_id``)."""
     capacity_reservation_id: NotRequired[str]
@@ -237,13 +238,13 @@ class _Shape:
 def _shape(name: str, args: TrainingNodeGroupArgs) -> _Shape:
     instance_types = list(args["instance_types"])
     facts = INSTANCE_TYPES.get(instance_types[0])
-    gpus = args.get("gpus_per_node")
-    if gpus is None:
-        if facts is None:
-            raise ValueError(
-                f"{name}: instance type {instance_types[0]!r} is not in the catalog; pass gpus_per_node explicitly"
-            )
-        gpus = facts.gpus
+    gpus = args.get("gpus_per_node", facts.gpus if facts else None)
+    if gpus is None or (facts is None and gpus and "accelerator" not in args and "node_labels" not in args):
+        raise ValueError(
+            f"{name}: instance type {instance_types[0]!r} is not in the catalog; pass gpus_per_node and, for a GPU "
+            "type, accelerator: node_profile(role, [its InstanceType], efa=...).accelerator, the label value the "
+            "jobs' placement selects"
+        )
     efa = bool(args.get("efa", False))
     efa_count = 0
     if efa:

@@ -4,6 +4,7 @@ components' ``...Args`` TypedDicts, their annotations and their docstrings: the 
 (``provider/``). A component added to ``COMPONENTS``, or a field added to its args, appears after
 ``python -m stacks docs``."""
 
+import sys
 from typing import Any, Optional
 
 import components
@@ -110,6 +111,19 @@ def _summary(description: str) -> str:
     return cell(first.split(". ")[0].rstrip(".") + ".")
 
 
+def _type_modules() -> dict[str, str]:
+    """Each class of the components' modules already imported (the modules of their args, and what those import) by
+    name, and where it imports from, installed (``eks_training.components.scheduling``)."""
+    package = components.__name__  # "components" in a checkout, "eks_training.components" installed
+    found: dict[str, str] = {}
+    for name, module in sorted(sys.modules.items()):
+        if name == package or name.startswith(package + "."):
+            for attr, value in vars(module).items():
+                if isinstance(value, type) and value.__module__ == name:
+                    found.setdefault(attr, "eks_training.components" + name[len(package) :])
+    return found
+
+
 def components_reference() -> str:
     """``docs/reference/components.md``: each exported component, its arguments and outputs, and the types they
     use."""
@@ -146,10 +160,13 @@ def components_reference() -> str:
             ]
             out += ["", f"#### {d.name} inputs", "", _inputs(d.inputs, d.inputs_mapping)]
             out += ["", f"#### {d.name} outputs", "", _outputs(d.outputs, d.outputs_mapping)]
-    out += ["", "## Types", "", "The object types the components' inputs and outputs use."]
+    out += ["", "## Types", "", "The object types the components' inputs and outputs use, each with its import."]
+    modules = _type_modules()
     for name in sorted(types):
         t = types[name]
         out += ["", f"### {name}", "", text(from_docstring(t.description or "")) or f"`{name}`."]
+        if name in modules:
+            out += ["", f"Import: `from {modules[name]} import {name}`."]
         if t.properties:
             out += ["", _inputs(t.properties, t.properties_mapping)]
     return "\n".join(out) + "\n"

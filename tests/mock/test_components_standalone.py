@@ -117,6 +117,48 @@ def test_decided_labels_exclude_extra_labels(tmp_path: Path) -> None:
     assert p.error is not None and "either node_labels (all of them) or labels" in str(p.error)
 
 
+OTHER_TYPE_PROGRAM = """
+from components import TrainingNodeGroup
+
+group = TrainingNodeGroup("other", {
+    "cluster_name": "c", "node_role_arn": "arn:aws:iam::123456789012:role/n", "subnet_ids": ["subnet-1"],
+    "instance_types": ["g9.2xlarge"], "role": "gpu", "min_size": 0, "desired_size": 0, "max_size": 2, EXTRA
+})
+"""
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ("", "instance type 'g9.2xlarge' is not in the catalog; pass gpus_per_node and, for a GPU type, accelerator"),
+        ('"gpus_per_node": 1', "instance type 'g9.2xlarge' is not in the catalog; pass gpus_per_node and, for a GPU"),
+    ],
+)
+def test_a_gpu_type_outside_the_catalog_needs_its_gpus_and_accelerator(tmp_path: Path, extra: str, message: str):
+    """The group's accelerator label is what a job's placement selects (node_profile's, from the caller's
+    InstanceType): the group cannot derive it for a type it has no facts of, and "nvidia" would match no job."""
+    main = tmp_path / "__main__.py"
+    main.write_text(OTHER_TYPE_PROGRAM.replace("EXTRA", extra))
+    p = run_program("dev", config={"aws:region": "us-west-2"}, main=main, expect_error=True)
+    assert p.error is not None and message in str(p.error), p.error
+    assert not p.of_type("aws:eks/nodeGroup:NodeGroup")
+
+
+@pytest.mark.parametrize(
+    "extra, labels",
+    [
+        ('"gpus_per_node": 1, "accelerator": "nvidia-b300"', {"k8s.amazonaws.com/accelerator": "nvidia-b300"}),
+        ('"gpus_per_node": 0', {}),  # a CPU type: no accelerator label
+    ],
+)
+def test_a_type_outside_the_catalog_registers_with_what_it_was_given(tmp_path: Path, extra: str, labels) -> None:
+    main = tmp_path / "__main__.py"
+    main.write_text(OTHER_TYPE_PROGRAM.replace("EXTRA", extra))
+    p = run_program("dev", config={"aws:region": "us-west-2"}, main=main)
+    got = p.one("aws:eks/nodeGroup:NodeGroup").inputs["labels"]
+    assert {k: v for k, v in got.items() if k == "k8s.amazonaws.com/accelerator"} == labels, got
+
+
 @pytest.mark.parametrize("stack", stack_names())
 def test_every_stack_registers_its_plans_node_labels_and_taints(stack: str) -> None:
     """What the program registers for each worker group is what the plan decided (one derivation, read by the

@@ -1,14 +1,19 @@
-"""Every component refuses an ``args`` key its TypedDict lacks, nested ones too, before it registers anything: Python
-does not check a TypedDict at run time, and a key written wrong would be ignored for its default."""
+"""Every component refuses an ``args`` key its TypedDict lacks, and a required key left out, nested ones too, before it
+registers anything: Python does not check a TypedDict at run time, a key written wrong would be ignored for its
+default, and a missing one raised a bare ``KeyError`` after some children were registered."""
+
+from typing import Any
 
 import pulumi
 import pytest
 
 import components
-from components.args import unknown_keys
+from components.args import key_problems, value_problem
+from components.catalog.platform import SUPPORTED_KUBERNETES_VERSIONS
 from components.cluster import TrainingClusterArgs
 from components.network import TrainingVpcArgs
 from components.observability import FleetObservabilityArgs
+from components.storage import EfsStorageArgs
 
 
 @pytest.mark.parametrize("cls", list(components.COMPONENTS), ids=lambda c: c.__name__)
@@ -23,12 +28,80 @@ def test_every_component_refuses_an_unknown_key_before_it_registers(cls, monkeyp
 
 
 def test_the_key_is_named_with_its_path_and_the_nearest_name() -> None:
-    assert unknown_keys(TrainingVpcArgs, {"cluster_name": "c", "nat_gateway_per_zone": True}, "v") == [
+    vpc = {"cluster_name": "c", "cidr_block": "10.0.0.0/16", "availability_zones": ["a", "b"]}
+    vpc |= {"private_subnet_cidrs": ["10.0.0.0/20", "10.0.16.0/20"], "public_subnet_cidrs": ["10.0.128.0/24"] * 2}
+    assert key_problems(TrainingVpcArgs, {**vpc, "nat_gateway_per_zone": True}, "v") == [
         "v.nat_gateway_per_zone: not a key of TrainingVpcArgs; did you mean nat_gateway_per_az?"
     ]
-    assert unknown_keys(TrainingClusterArgs, {"system_node_group": {"instance_typ": "m5.large"}}, "c") == [
-        "c.system_node_group.instance_typ: not a key of SystemNodeGroupSpec; did you mean instance_type?"
-    ]
-    (problem,) = unknown_keys(FleetObservabilityArgs, {"gpu_groups": [{"name": "gpu", "zzz": 1}]}, "o")
+    cluster = {"cluster_name": "c", "kubernetes_version": "1.36", "vpc_id": "vpc-1", "private_subnet_ids": ["s"]}
+    system = {"instance_type": "m5.large", "min_size": 1, "max_size": 2, "desired_size": 1}
+    assert key_problems(
+        TrainingClusterArgs, {**cluster, "system_node_group": {**system, "instance_typ": "x"}}, "c"
+    ) == ["c.system_node_group.instance_typ: not a key of SystemNodeGroupSpec; did you mean instance_type?"]
+    (problem,) = key_problems(FleetObservabilityArgs, {"gpu_groups": [{"name": "gpu", "zzz": 1}]}, "o")[:1]
     assert problem.startswith("o.gpu_groups[0].zzz: not a key of GpuGroupSpec; known keys: ")
-    assert unknown_keys(TrainingVpcArgs, {"cluster_name": "c", "nat_gateway_per_az": True}, "v") == []
+    assert key_problems(TrainingVpcArgs, {**vpc, "nat_gateway_per_az": True}, "v") == []
+    assert key_problems(TrainingClusterArgs, {**cluster, "system_node_group": system}, "c") == []
+
+
+def _spec(cls: type) -> Any:
+    """A component's args TypedDict."""
+    spec = cls.__init__.__annotations__["args"]  # type: ignore[misc]
+    return cls.__init__.__globals__[spec] if isinstance(spec, str) else spec  # type: ignore[misc]
+
+
+#: The components that require some key (MpiOperator requires none).
+REQUIRING = [c for c in components.COMPONENTS if _spec(c).__required_keys__]
+
+
+def test_only_mpi_operator_requires_no_key() -> None:
+    assert {c.__name__ for c in components.COMPONENTS} - {c.__name__ for c in REQUIRING} == {"MpiOperator"}
+
+
+@pytest.mark.parametrize("cls", REQUIRING, ids=lambda c: c.__name__)
+def test_every_component_refuses_a_missing_required_key_before_it_registers(cls, monkeypatch) -> None:
+    def registered(*_args, **_kwargs):
+        raise AssertionError(f"{cls.__name__} registered before it checked its args")
+
+    monkeypatch.setattr(pulumi.ComponentResource, "__init__", registered)
+    with pytest.raises(ValueError) as err:
+        cls("x", {})
+    first = sorted(_spec(cls).__required_keys__)[0]
+    assert str(err.value).split("; ")[0] == f"{cls.__name__}('x').args.{first}: missing"
+
+
+def test_a_missing_nested_key_is_named_with_its_path() -> None:
+    cluster = {"cluster_name": "c", "kubernetes_version": "1.36", "vpc_id": "vpc-1", "private_subnet_ids": ["s"]}
+    problems = key_problems(TrainingClusterArgs, {**cluster, "system_node_group": {"min_size": 1}}, "c")
+    assert problems == [
+        f"c.system_node_group.{k}: missing; SystemNodeGroupSpec requires it (docs/reference/components.md lists "
+        "each key)"
+        for k in ("desired_size", "instance_type", "max_size")
+    ]
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [c for c in components.COMPONENTS if "kubernetes_version" in _spec(c).__annotations__],
+    ids=lambda c: c.__name__,
+)
+def test_a_kubernetes_minor_outside_the_catalog_is_refused_before_it_registers(cls, monkeypatch) -> None:
+    def registered(*_args, **_kwargs):
+        raise AssertionError(f"{cls.__name__} registered before it checked its args")
+
+    monkeypatch.setattr(pulumi.ComponentResource, "__init__", registered)
+    with pytest.raises(ValueError) as err:
+        cls("x", {"kubernetes_version": "1.29"})
+    supported = ", ".join(SUPPORTED_KUBERNETES_VERSIONS)
+    assert f"{cls.__name__}('x').args.kubernetes_version: '1.29' is not supported; use one of {supported}" in str(
+        err.value
+    )
+    assert value_problem("kubernetes_version", SUPPORTED_KUBERNETES_VERSIONS[-1], "p") == []
+
+
+def test_a_nested_kubernetes_minor_is_refused_too() -> None:
+    efs = {"vpc_id": "v", "subnet_ids": ["s"], "node_security_group_id": "g"}
+    (problem,) = key_problems(
+        EfsStorageArgs, {**efs, "csi_driver": {"cluster_name": "c", "kubernetes_version": "1.2"}}, "e"
+    )
+    assert problem.startswith("e.csi_driver.kubernetes_version: '1.2' is not supported; use one of ")

@@ -227,6 +227,21 @@ def test_the_reference_pages_name_every_command_component_and_output() -> None:
             assert f"| `{key}` |" in outputs, key
 
 
+def test_every_type_of_the_components_reference_says_an_import_that_works() -> None:
+    """A type a caller writes (a list of ``NodeTaint`` shared by a group and its jobs) lives in a module of its own;
+    each type's section names it, and the import, less the installed package's prefix, finds the type here."""
+    import importlib
+
+    library = (DOCS / "reference" / "components.md").read_text().split("\n## Types\n")[1]
+    sections = library.split("\n### ")[1:]
+    assert len(sections) >= 14
+    for section in sections:
+        name = section.split("\n", 1)[0]
+        found = re.search(r"^Import: `from eks_training\.(\S+) import (\w+)`\.$", section, re.M)
+        assert found and found[2] == name, section[:300]
+        assert getattr(importlib.import_module(found[1]), name).__name__ == name
+
+
 def test_the_job_contracts_exit_codes_are_the_launchers() -> None:
     """The exit-code table is the launcher's own list (training/launch.py's docstring), and the launcher's constants
     and the component's agree with it."""
