@@ -30,7 +30,6 @@ from components.workloads.pods import (
 )
 from components.workloads.spec import (
     C10D_PORT,
-    DEFAULT_TIMEOUT_HOURS,
     PREDECESSOR_FAILED_EXIT_CODE,
     USAGE_ERROR_EXIT_CODE,
     WORKSPACE,
@@ -43,7 +42,7 @@ from components.workloads.waits import (
     await_annotations,
     await_seconds,
     await_timeouts,
-    deadline_seconds,
+    job_deadline_seconds,
     queue_seconds,
 )
 
@@ -77,7 +76,7 @@ def indexed_job(
     launcher does."""
     rules = _failure_rules(fail_exit_codes, ignore_exit_codes, waits_for_jobs=bool(spec.get("after_jobs")))
     queue = dict(spec.get("queue_labels") or {})
-    timeout_s = deadline_seconds(spec.get("timeout_hours", DEFAULT_TIMEOUT_HOURS))
+    timeout_s = job_deadline_seconds(spec)
     grace_s = stop_grace_seconds(spec)
     identity = job_identity(parent, name, spec)
     service = _headless_service(name, parent, spec, labels, ports)

@@ -53,7 +53,6 @@ from components.workloads.pods import (
 )
 from components.workloads.spec import (
     DEFAULT_MAX_RESTARTS,
-    DEFAULT_TIMEOUT_HOURS,
     MASTER_PORT,
     WORKSPACE,
     JobSpec,
@@ -68,8 +67,8 @@ from components.workloads.waits import (
     await_annotations,
     await_seconds,
     await_timeouts,
-    deadline_seconds,
     finished,
+    job_deadline_seconds,
     queue_seconds,
 )
 
@@ -398,7 +397,7 @@ def _shape(name: str, args: MpiJobArgs) -> _Shape:
         labels={**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", JOB_LABEL: job_name},
         # sshd (the workers) writes its pid and session files to the image's file system unless told otherwise
         read_only=bool(spec.get("read_only_root_filesystem", False)),
-        timeout_s=deadline_seconds(spec.get("timeout_hours", DEFAULT_TIMEOUT_HOURS)),
+        timeout_s=job_deadline_seconds(spec),
         grace_s=stop_grace_seconds(spec),
         backoff_limit=int(args.get("backoff_limit", DEFAULT_MAX_RESTARTS)),
         queue=dict(spec.get("queue_labels") or {}),

@@ -17,6 +17,7 @@ from typing import Any, Optional
 import pulumi
 
 from components.workloads.job_objects import JobObject
+from components.workloads.spec import DEFAULT_TIMEOUT_HOURS, JobSpec
 
 #: How long ``pulumi up`` allows an awaited job to wait in its queue and for nodes, on top of its deadline.
 DEFAULT_QUEUE_TIMEOUT_HOURS = 1.0
@@ -60,6 +61,12 @@ def deadline_seconds(hours: float) -> int:
     """A job's ``timeoutHours`` as whole seconds (``activeDeadlineSeconds``), at least 1: a fraction of a second
     rounded to 0, which the Job controller reads as a deadline already past (the job failed at once)."""
     return max(1, int(float(hours) * 3600))
+
+
+def job_deadline_seconds(spec: JobSpec) -> int:
+    """A job's deadline as its Job (or MPIJob's ``runPolicy``) has it: ``timeout_hours``, or
+    :data:`~components.workloads.spec.DEFAULT_TIMEOUT_HOURS`, in whole seconds (:func:`deadline_seconds`)."""
+    return deadline_seconds(spec.get("timeout_hours", DEFAULT_TIMEOUT_HOURS))
 
 
 def queue_seconds(queued: bool, queue_timeout_hours: Optional[float]) -> int:

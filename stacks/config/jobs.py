@@ -360,7 +360,8 @@ class JobConfig(Model):
     """The time a stopped pod gets to checkpoint and exit (terminationGracePeriodSeconds); torchrun waits that minus
     15 s for its workers (TORCH_ELASTIC_SHUTDOWN_TIMEOUT)."""
     timeout_hours: Number = Field(default=DEFAULT_TIMEOUT_HOURS, gt=0, le=720)
-    """The Job's deadline (activeDeadlineSeconds)."""
+    """Hours the job may run from its start (a queued job's: once admitted) before Kubernetes stops it and its pods
+    (the Job's activeDeadlineSeconds): the cap on what a runaway job costs."""
     wait_for_completion: bool = False
     """`pulumi up` waits for the job to complete (a failure stops it with the job's reason); false returns once it is
     created."""

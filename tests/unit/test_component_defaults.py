@@ -20,7 +20,7 @@ STATED = re.compile(r"(?<!trainer's )(?:[Dd]efault:? ``([^`]+)``|[Dd]efault:? (-
 READERS = {
     ("CommandJobArgs", "max_retries"): ("components.workloads.indexed",),
     ("TensorFlowJobArgs", "max_retries"): ("components.workloads.indexed",),
-    ("JobSpec", "timeout_hours"): ("components.workloads.indexed_job", "components.workloads.mpi"),
+    ("JobSpec", "timeout_hours"): ("components.workloads.waits",),
     ("JobSpec", "wait_for_completion"): ("components.workloads.indexed_job",),
     ("JobSpec", "stop_grace_period_seconds"): ("components.workloads.spec",),
     # MpiJob's False is stated in the same docstring (its workers' sshd writes to the image)
