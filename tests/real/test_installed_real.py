@@ -66,7 +66,15 @@ class Installed:
         self.wheel = root / "wheel.whl"
 
     def env(self, **extra: str) -> dict[str, str]:
-        return {"PATH": f"{self.python.parent}:/usr/bin:/bin", "HOME": str(self.root), "PYTHONUNBUFFERED": "1", **extra}
+        # TMPDIR: the machine's, which the test run set to a folder of its own (tests/conftest.py temp_of_the_run)
+        temp = {"TMPDIR": os.environ["TMPDIR"]} if "TMPDIR" in os.environ else {}
+        return {
+            "PATH": f"{self.python.parent}:/usr/bin:/bin",
+            "HOME": str(self.root),
+            "PYTHONUNBUFFERED": "1",
+            **temp,
+            **extra,
+        }
 
     def run(
         self, *args: str, timeout: float | None = None, env: dict[str, str] | None = None, input: str | None = None
