@@ -1,6 +1,7 @@
 """Every component refuses an ``args`` key its TypedDict lacks, and a required key left out, nested ones too, before it
 registers anything: Python does not check a TypedDict at run time, a key written wrong would be ignored for its
-default, and a missing one raised a bare ``KeyError`` after some children were registered."""
+default, a missing one would raise a bare ``KeyError`` after some children were registered, and a Kubernetes minor
+outside the catalog has no add-on, autoscaler or node image facts."""
 
 from typing import Any
 

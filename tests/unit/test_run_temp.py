@@ -1,6 +1,6 @@
 """The processes a test run starts write their temporary files in a folder of the run, which the run removes at its
-end: torchrun's ``torchelastic_*`` logs, multiprocessing's ``pymp-*`` and TensorFlow's autograph files left hundreds
-of folders in the machine's ``/tmp`` per run before (tests/conftest.py ``temp_of_the_run``)."""
+end, so torchrun's ``torchelastic_*`` logs, multiprocessing's ``pymp-*`` and TensorFlow's autograph files stay out of
+the machine's ``/tmp`` (tests/conftest.py ``temp_of_the_run``)."""
 
 import os
 import subprocess
