@@ -9,6 +9,7 @@ here too (:func:`components.image.aws_settings.aws_settings_from_config`).
 """
 
 import difflib
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -47,6 +48,7 @@ from stacks.config.jobs import (
 from stacks.config.namespaces import (
     as_passed,
     disabled_providers_problem,
+    provider_settings,
     region_problems,
     setting,
     unread_keys,
@@ -60,6 +62,7 @@ from stacks.config.rules.network import zone_refs
 from stacks.config.settings import AutoscalerConfig, PreflightConfig
 from stacks.config.storage import StorageConfig
 from stacks.config.teams import TeamConfig
+from stacks.config.tree import homes, section_keys
 
 #: Every top-level key of the ``eks-training`` namespace and what it holds: a model (an object), ``str``
 #: (a string) or ``dict`` (a map of entries validated one by one).
@@ -110,6 +113,20 @@ SECTION_SUMMARIES: Mapping[str, str] = {
     "teams": "Teams sharing the cluster, by name: each a namespace, a ClusterQueue in one cohort and a LocalQueue, "
     "with its share of the fleet; their jobs come from jobs-only stacks (cluster.stackReference, cluster.team).",
 }
+
+
+@functools.cache
+def _section_keys() -> tuple[tuple[str, str], ...]:
+    return section_keys(SECTIONS, ENTRIES)
+
+
+def _home_hint(name: str) -> str:
+    """Where a top-level key nothing reads belongs: in a section (``kubernetesVersion`` in ``cluster``), or the AWS
+    provider's namespace (``region``); ``""`` when it is neither."""
+    where = [key(p) for p in homes(name, _section_keys())]
+    if not where and name in provider_settings("aws"):
+        where = [f"aws:{name}"]
+    return f"did you mean {' or '.join(where)}? move it there; " if where else ""
 
 
 def default_cluster_name(project: str, stack: str) -> str:
@@ -265,7 +282,7 @@ class _Parser:
                 near = difflib.get_close_matches(k, list(SECTIONS), n=1, cutoff=0.75) or [
                     s for s in SECTIONS if s.lower() == k.lower()
                 ]
-                hint = f"did you mean {near[0]}? rename it; " if near else ""
+                hint = f"did you mean {near[0]}? rename it; " if near else _home_hint(k)
                 self.problems.append(
                     f"{key(k)}: unknown key; {hint}valid keys are {', '.join(sorted(SECTIONS))} (see {REFERENCE})"
                 )

@@ -7,7 +7,7 @@ import json
 import textwrap
 import types
 import typing
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -15,6 +15,7 @@ from pydantic.fields import FieldInfo
 from stacks.config.base import ENTRY_NAME_MAX, ENTRY_NAME_RE, JOB_NAME_RE
 from stacks.config.loader import DEFAULT_IMAGES, ENTRIES, SECTION_SUMMARIES, SECTIONS, default_cluster_name
 from stacks.config.teams import TEAM_NAME_MAX
+from stacks.config.tree import ENTRY, is_model, model_tables, nested, unwrap
 from stacks.docs.markdown import REGENERATE, cell, number, page_header, text
 
 #: Where the reference is, relative to the repository (Pulumi.yaml's descriptions link to it).
@@ -49,24 +50,9 @@ CHECKED = [
 ]
 
 
-def _is_model(t: Any) -> bool:
-    return isinstance(t, type) and issubclass(t, BaseModel)
-
-
-def _inner(annotation: Any) -> Any:
-    """``annotation`` without ``Optional`` and without ``Annotated``'s validators (``Number`` is a number)."""
-    if typing.get_origin(annotation) is typing.Annotated:
-        return _inner(typing.get_args(annotation)[0])
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(args) == 1:
-            return _inner(args[0])
-    return annotation
-
-
 def type_text(annotation: Any) -> str:
     """A field's type as a stack file writes it (``string``, ``list of string``, ``object``...)."""
-    annotation = _inner(annotation)
+    annotation = unwrap(annotation)
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is typing.Literal:
         return "string" if all(isinstance(a, str) for a in args) else "literal"
@@ -76,7 +62,7 @@ def type_text(annotation: Any) -> str:
         return f"list of {type_text(args[0])}"
     if origin is dict:
         return f"map of {type_text(args[0])} to {type_text(args[1])}"
-    if _is_model(annotation):
+    if is_model(annotation):
         return "object"
     names = {str: "string", int: "integer", float: "number", bool: "boolean"}
     if annotation is Any:
@@ -112,7 +98,7 @@ def _extra(field: FieldInfo) -> dict[str, Any]:
 def allowed_text(field: FieldInfo) -> str:
     """The values a field accepts beyond its type: a Literal's values, the range or length its ``Field`` sets, or the
     values or range its validator accepts (:func:`stacks.config.base.reference`)."""
-    annotation = _inner(field.annotation)
+    annotation = unwrap(field.annotation)
     if typing.get_origin(annotation) is typing.Literal:
         return ", ".join(_value(a) for a in typing.get_args(annotation))
     extra = _extra(field)
@@ -135,29 +121,6 @@ def allowed_text(field: FieldInfo) -> str:
         if getattr(m, "max_length", None) is not None:
             bounds.append(f"at most {m.max_length}")
     return ", ".join(bounds)
-
-
-def _nested(annotation: Any) -> Optional[tuple[type[BaseModel], str]]:
-    """The model a field holds and how a path spells its instances (``""``, ``[]`` for a list, ``.<name>`` for a
-    map), or ``None``."""
-    annotation = _inner(annotation)
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if _is_model(annotation):
-        return annotation, ""
-    if origin is list and _is_model(args[0]):
-        return args[0], "[]"
-    if origin is dict and _is_model(args[1]):
-        return args[1], ".<name>"
-    return None
-
-
-def model_tables(path: str, model: type[BaseModel]) -> Iterator[tuple[str, type[BaseModel]]]:
-    """``(path, model)`` of ``model`` and of every model nested in it, depth first."""
-    yield path, model
-    for name, field in model.model_fields.items():
-        nested = _nested(field.annotation)
-        if nested is not None:
-            yield from model_tables(f"{path}.{field.alias or name}{nested[1]}", nested[0])
 
 
 def _entry_names(section: str) -> str:
@@ -225,7 +188,7 @@ def configuration_reference() -> str:
         out += ["", f"## {section}", "", text(SECTION_SUMMARIES[section]), "", f"Type: {type_}. Default: {default}."]
         if model is None:
             continue
-        path = section + (".<name>" if SECTIONS[section] is dict else "")
+        path = section + (f".{ENTRY}" if SECTIONS[section] is dict else "")
         if SECTIONS[section] is dict:
             out += ["", text(_entry_names(section))]
         for table_path, m in model_tables(path, model):
@@ -246,8 +209,8 @@ def _summary_of_keys(model: type[BaseModel]) -> str:
     for name, field in model.model_fields.items():
         default = default_text(field).replace("`", "")
         shown = "" if default in ("none", "empty", "see below") else f", {default}"
-        nested = _nested(field.annotation)
-        inner = f": {_summary_of_keys(nested[0])}" if nested else ""
+        held = nested(field.annotation)
+        inner = f": {_summary_of_keys(held[0])}" if held else ""
         parts.append(f"{field.alias or name} ({type_text(field.annotation)}{shown}{inner})")
     return "; ".join(parts)
 

@@ -8,6 +8,7 @@ program under ``pulumi up`` (mocks), by ``python -m stacks.plan`` and by ``pytho
 or from the project's ``Pulumi.yaml``.
 """
 
+import difflib
 import re
 import typing
 from contextlib import redirect_stderr, redirect_stdout
@@ -21,7 +22,8 @@ from pydantic import BaseModel, ValidationError
 
 from stacks.config.base import RESERVED_NAMESPACES
 from stacks.config.jobs import relative_path_problem, volume_path_problem
-from stacks.config.loader import SECTIONS
+from stacks.config.loader import ENTRIES, SECTIONS, _Parser
+from stacks.config.tree import section_keys
 from stacks.docs import configuration_reference
 from stacks.docs.config_reference import section_entry
 from stacks.local.cli import main as local_main
@@ -135,6 +137,23 @@ MESSAGES = [
         "a misspelt top-level key",
         {"eks-training:nodegroup": {}},
         "eks-training:nodegroup: unknown key; did you mean nodeGroups? rename it; valid keys are",
+    ),
+    (
+        "a section's key written on top",
+        {"eks-training:kubernetesVersion": "1.34"},
+        "eks-training:kubernetesVersion: unknown key; did you mean eks-training:cluster.kubernetesVersion? move it "
+        "there; valid keys are",
+    ),
+    (
+        "an entry's key written on top",
+        {"eks-training:instanceTypes": ["m5.xlarge"]},
+        "eks-training:instanceTypes: unknown key; did you mean eks-training:nodeGroups.<name>.instanceTypes? move it "
+        "there;",
+    ),
+    (
+        "the AWS provider's setting in the program's namespace",
+        {"eks-training:region": "us-east-1"},
+        "eks-training:region: unknown key; did you mean aws:region? move it there; valid keys are",
     ),
     (
         "a value below its range",
@@ -347,3 +366,24 @@ def test_only_a_folder_of_the_volume_gets_the_data_hint() -> None:
     assert relative_path_problem("/data/runs/exp") == (
         "'/data/runs/exp' must be a relative path inside the shared volume"
     )
+
+
+def test_every_key_of_a_section_written_on_top_is_named_where_it_belongs() -> None:
+    """A key of any section or entry written at the top level (``eks-training:natGateways``) names its full key,
+    unless it is the spelling of a top-level key (which the message names instead)."""
+    keys = section_keys(SECTIONS, ENTRIES)
+    assert ("kubernetesVersion", "cluster.kubernetesVersion") in keys and len(keys) > 100
+    checked = 0
+    for name, path in keys:
+        if difflib.get_close_matches(name, list(SECTIONS), n=1, cutoff=0.75) or name.lower() in (
+            s.lower() for s in SECTIONS
+        ):
+            continue
+        parser = _Parser()
+        parser.sections({name: "1"})
+        (problem,) = parser.problems
+        assert problem.startswith(f"eks-training:{name}: unknown key; did you mean "), problem
+        elsewhere = [p for n, p in keys if n == name]  # the message names at most three
+        assert f"eks-training:{path}" in problem or len(elsewhere) > 3, problem
+        checked += 1
+    assert checked > 100
