@@ -339,6 +339,11 @@ def results(output: Path) -> list[str]:
 def goodput_line(metrics: dict[str, Any]) -> Optional[str]:
     """The goodput the launchers accounted (``training/goodput.py``): productive training time over the wall time,
     where the rest went, what failures cost, and the model FLOPs utilization when the trainer knew it."""
+    if "goodput" in metrics and metrics["goodput"] is None:
+        return (
+            "goodput: not measured: no attempt printed two progress lines (a step number, "
+            "docs/reference/job-contract.md#progress-for-goodput)"
+        )
     if metrics.get("goodput") is None:
         return None
     split = metrics.get("time_split_s") or {}

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from stacks.local.report import goodput_line
+
 TRAINING_DIR = Path(__file__).resolve().parents[2] / "training"
 if str(TRAINING_DIR) not in sys.path:
     sys.path.insert(0, str(TRAINING_DIR))
@@ -248,6 +250,29 @@ def test_a_program_that_reports_no_step_has_no_goodput(tmp_path: Path) -> None:
     pod.ledger.record("exit", at=T + 5, command_code=0)
     result = split(tmp_path, pod)
     assert result["goodput"] is None and result["wall_s"] == 5 and result["attempts"] == 0
+
+
+def test_one_step_line_is_no_measure_and_two_are(tmp_path: Path) -> None:
+    """Training time is the time between two steps of one attempt: a program that printed its step once has no
+    goodput (not 0); a second line gives the figure. The local runner says which it is."""
+    pod = Pod(tmp_path / "one", "a", 0)
+    pod.say(1, "start", setup_s=0.0)
+    pod.say(3, step=10)
+    pod.ledger.record("exit", at=T + 5, command_code=0)
+    once = split(tmp_path / "one", pod)
+    assert once["goodput"] is None and once["wall_s"] == 5 and once["attempts"] == 1
+    line = goodput_line(goodput.metrics_fields(once))
+    assert line is not None and line.startswith("goodput: not measured: no attempt printed two progress lines")
+
+    pod = Pod(tmp_path / "two", "a", 0)
+    pod.say(1, "start", setup_s=0.0)
+    pod.say(3, step=10)
+    pod.say(4, step=20)
+    pod.ledger.record("exit", at=T + 5, command_code=0)
+    twice = split(tmp_path / "two", pod)
+    assert twice["goodput"] == pytest.approx(0.2) and twice["time_s"]["training"] == pytest.approx(1.0)
+    assert (goodput_line(goodput.metrics_fields(twice)) or "").startswith("goodput 0.2 (1 s training of 5 s")
+    assert goodput_line({"accuracy": 0.9}) is None  # a job without the launcher's accounting: no line
 
 
 def test_the_local_runner_shows_the_goodput(tmp_path: Path) -> None:
