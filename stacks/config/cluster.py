@@ -32,6 +32,12 @@ today: Callable[[], date] = date.today
 _WINDOWS_IGNORED: ContextVar[bool] = ContextVar("support_windows_ignored", default=False)
 
 
+def past_standard_support(minor: str) -> bool:
+    """Whether a known ``minor`` left EKS standard support by :data:`today` (never while support windows are
+    ignored)."""
+    return minor in KUBERNETES_VERSIONS and not _WINDOWS_IGNORED.get() and not in_standard_support(minor, today())
+
+
 @contextmanager
 def support_windows_ignored() -> Iterator[None]:
     """Load configurations without the standard-support rule: for the record of an update made while its minor was
@@ -194,24 +200,20 @@ class ClusterConfig(Model):
                     "remove it, or set endpointPublicAccess: true",
                 )
             )
-        v = KUBERNETES_VERSIONS.get(self.kubernetes_version)
-        day = today()
-        if (
-            v is not None
-            and not _WINDOWS_IGNORED.get()
-            and not in_standard_support(v.minor, day)
-            and not self.extended_support
-        ):
+        if past_standard_support(self.kubernetes_version) and not self.extended_support:
+            v = KUBERNETES_VERSIONS[self.kubernetes_version]
             problems.append(
                 (
                     "kubernetesVersion",
                     f"{v.minor} left EKS standard support on {v.end_of_standard.isoformat()}: EKS would "
                     f"bill extended support (${SERVICE_PRICES['eks-cluster-extended'].usd:.2f} instead of "
                     f"${SERVICE_PRICES['eks-cluster'].usd:.2f} per cluster-hour until "
-                    f"{v.end_of_extended.isoformat()}); choose one of "
-                    f"{', '.join(m for m in SUPPORTED_KUBERNETES_VERSIONS if in_standard_support(m, day))}, "
-                    "or set @{extendedSupport}: true; a running cluster moves one minor per `pulumi up` (if EKS "
-                    "already upgraded the cluster, set the minor it runs and run `pulumi up --refresh`)",
+                    f"{v.end_of_extended.isoformat()}); set @{{extendedSupport}}: true to run it (a running cluster "
+                    "moves one minor per `pulumi up`, so a step through a minor past standard support needs it "
+                    "too), or choose one of "
+                    f"{', '.join(m for m in SUPPORTED_KUBERNETES_VERSIONS if not past_standard_support(m))} for a "
+                    "new cluster (if EKS already upgraded the cluster, set the minor it runs and run `pulumi up "
+                    "--refresh`)",
                 )
             )
         check(problems)

@@ -18,10 +18,12 @@ from components.catalog.platform import (
     minor_number,
 )
 from stacks.config import key
+from stacks.config.cluster import past_standard_support
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.nodes import RELEASE_SUFFIX, recorded_release
 
 VERSION_KEY = key("cluster.kubernetesVersion")
+EXTENDED_KEY = key("cluster.extendedSupport")
 CLUSTER_KEY = key("cluster")
 
 
@@ -67,10 +69,19 @@ def moved_default_problem(deployed: str, default: str, outside: bool = False, co
     (dmaj, dmin), newer = minor_number(deployed), minor_number(default) > minor_number(deployed)
     why = "a new version of the project moved it" if newer else "`pulumi up` never moves a cluster down a minor"
     upgrade = f", or to '{dmaj}.{dmin + 1}' to upgrade it one minor" if newer else ""
+    choices = [deployed, f"{dmaj}.{dmin + 1}"] if newer else [deployed]
     return (
         f"{VERSION_KEY} is not set, and this project's default, {default}, is not the minor {runs}, {deployed}: "
-        f"{why}. Set it to '{deployed}' to keep the cluster as it runs{upgrade}"
+        f"{why}. Set it to '{deployed}' to keep the cluster as it runs{upgrade}{_extended_needed(choices)}"
     )
+
+
+def _extended_needed(minors: list[str]) -> str:
+    """``"; 1.33 and 1.34 left EKS standard support: ..."``, naming the key those of ``minors`` need, or ``""``."""
+    past = [m for m in minors if past_standard_support(m)]
+    if not past:
+        return ""
+    return f"; {' and '.join(past)} left EKS standard support: set {EXTENDED_KEY}: true with it"
 
 
 def minor_problems(
@@ -118,7 +129,9 @@ def minor_problems(
         problems.append(
             f"{VERSION_KEY}: {a} -> {b} skips {len(steps) - 1} minor(s); EKS updates the control plane one minor at a "
             f"time, and node groups follow it: set {steps[0]}, run `pulumi up`, and repeat for each minor ({chain}), "
-            "one minor per `pulumi up`" + (f". {unread}" if unread else "")
+            "one minor per `pulumi up`"
+            + ("" if new.config.cluster.extended_support else _extended_needed(known[:-1]))
+            + (f". {unread}" if unread else "")
         )
     for g in new.all_groups:
         was = next((o for o in old.all_groups if o.name == g.name), None)

@@ -276,6 +276,29 @@ def test_a_default_that_moved_under_an_unset_minor_is_refused_with_both_choices(
     assert minor_problems(plan_of("dev", preset("dev")), plan_of("dev", preset("dev"))) == []
 
 
+def test_the_minors_a_refusal_offers_name_extended_support_where_they_left_standard_support() -> None:
+    """On the test day 1.32 and 1.33 are past standard support: a minor a refusal offers there is one the config
+    refuses without ``extendedSupport: true``, so the offer names the key too; a minor still supported, or a stack
+    with the key set, gets no such clause."""
+    problem = moved_default_problem("1.33", "1.36")
+    assert problem.endswith(
+        "Set it to '1.33' to keep the cluster as it runs, or to '1.34' to upgrade it one minor; 1.33 left EKS standard "
+        "support: set eks-training:cluster.extendedSupport: true with it"
+    ), problem
+    assert "standard support" not in moved_default_problem("1.35", "1.36")
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.32", extendedSupport=True))
+    (skip,) = minor_problems(old, plan_of("dev", variant("dev", kubernetesVersion="1.34")))
+    assert "(1.32 -> 1.33 -> 1.34), one minor per `pulumi up`; 1.33 left EKS standard support: set " in skip, skip
+    with_key = plan_of("dev", variant("dev", kubernetesVersion="1.34", extendedSupport=True))
+    (skip,) = minor_problems(old, with_key)
+    assert "standard support" not in skip, skip
+    with pytest.raises(ConfigError) as err:  # the step itself, without the key: the config's refusal names it first
+        plan_of("dev", variant("dev", kubernetesVersion="1.33"))
+    assert "set eks-training:cluster.extendedSupport: true to run it (a running cluster moves one minor" in str(
+        err.value
+    ), err.value
+
+
 def test_a_default_older_than_the_deployed_minor_is_refused_without_a_downgrade() -> None:
     """An older checkout of the project (its default below the deployed minor): only keeping the minor is offered."""
     problem = moved_default_problem("1.36", "1.35")
