@@ -28,3 +28,8 @@ INSTANCE_METADATA_IPV4 = "169.254.169.254"
 #: HTTPS: AWS APIs (S3, ECR, STS, EKS Auth), public dataset hosts and the Kubernetes API server (the
 #: ``kubernetes`` Service's port, served by the control plane's ENIs in the VPC).
 HTTPS_PORT = 443
+
+#: The private blocks an EKS cluster's Kubernetes service range (``serviceIpv4Cidr``) must lie in, and the prefix
+#: lengths EKS takes for it, /12 to /24 (source key ``eks-kubernetes-network-config``).
+SERVICE_CIDR_BLOCKS = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+SERVICE_CIDR_PREFIXES = (12, 24)

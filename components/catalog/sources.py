@@ -558,6 +558,11 @@ SOURCES: Mapping[str, Source] = {
         "customer managed key whose policy lets cloudwatch.amazonaws.com call kms:Decrypt and kms:GenerateDataKey*",
     ),
     # --- name limits -------------------------------------------------------------------------------
+    "eks-kubernetes-network-config": Source(
+        url="https://docs.aws.amazon.com/eks/latest/APIReference/API_KubernetesNetworkConfigRequest.html",
+        shows="serviceIpv4Cidr: within 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, no overlap with the VPC's "
+        "blocks, between /24 and /12; set only when the cluster is created",
+    ),
     "eks-create-cluster": Source(
         url="https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html",
         shows="cluster name: 1-100 characters, pattern ^[0-9A-Za-z][A-Za-z0-9\\-_]*",

@@ -15,7 +15,7 @@ def validate_image_reference(uri: str, *, require_pinned: bool = True) -> Option
     ``[registry[:port]/]repo/path[:tag][@sha256:<64 hex>]``.
 
     Returns ``None`` when it is fine, else a one-line message naming the problem. With
-    ``require_pinned`` (default) a reference without tag and digest (an implicit ``:latest``) is a
+    ``require_pinned`` (default) a reference on ``:latest``, implicit (no tag and no digest) or written, is a
     problem, because a training job should run a known image."""
     if not isinstance(uri, str) or not uri:
         return "image reference is empty"
@@ -57,6 +57,11 @@ def validate_image_reference(uri: str, *, require_pinned: bool = True) -> Option
             return f"image reference {uri!r} has an invalid repository path component {part!r}"
     if require_pinned and not tag and not at:
         return f"image reference {uri!r} has neither a tag nor a @sha256 digest (it would float on :latest); pin one"
+    if require_pinned and tag == "latest" and not at:
+        return (
+            f"image reference {uri!r} floats on :latest (each pull may get another image); pin a version tag or a "
+            "@sha256 digest"
+        )
     return None
 
 

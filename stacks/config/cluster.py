@@ -1,5 +1,6 @@
 """The EKS control plane section (``cluster``)."""
 
+import ipaddress
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import date
@@ -13,10 +14,12 @@ from components.catalog import (
     KUBERNETES_VERSIONS,
     LOG_RETENTION_DAYS,
     SERVICE_PRICES,
+    SOURCES,
     SUPPORTED_KUBERNETES_VERSIONS,
     in_standard_support,
 )
 from components.catalog.addons import ADDON_VERSION_RE, addon_version_tuple, version_text
+from components.catalog.network import SERVICE_CIDR_BLOCKS, SERVICE_CIDR_PREFIXES
 from components.conventions import DEFAULT_CLUSTER_LOG_RETENTION_DAYS
 from stacks.config.base import ROLE_ARN_RE, AmiRelease, Model, cidr_problem, ipv4, reference
 from stacks.config.errors import check
@@ -75,8 +78,8 @@ class ClusterConfig(Model):
     log_types: list[LogType] = Field(default_factory=lambda: list(DEFAULT_LOG_TYPES))
     """The control-plane logs sent to CloudWatch."""
     service_cidr: Optional[str] = None
-    """The Kubernetes service range, a /12 to /24 outside the VPC; default EKS's choice. EKS cannot change it: a later
-    ``pulumi up`` refuses another value."""
+    """The Kubernetes service range: a /12 to /24 inside 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, outside the VPC;
+    default EKS's choice. EKS cannot change it: a later ``pulumi up`` refuses another value."""
     create_oidc_provider: bool = False
     """Create the cluster's IAM OIDC provider (IRSA); the drivers use EKS Pod Identity without it."""
     addon_versions: dict[str, str] = Field(default_factory=dict, json_schema_extra=reference(allowed=EKS_ADDONS))
@@ -93,6 +96,20 @@ class ClusterConfig(Model):
     """A jobs-only stack: the cluster stack (``org/project/stack``) whose team's queue this stack's jobs go to."""
     team: Optional[str] = None
     """A jobs-only stack: the team (a key of the referenced stack's ``teams``)."""
+
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _version_written(cls, v: object) -> object:
+        """A minor written unquoted is a number, with its trailing zero gone (1.30 reads as 1.3): the message names
+        the supported minor it was, or the supported minors."""
+        if isinstance(v, float):
+            meant = [m for m in (f"{v}", f"{v:.2f}") if m in SUPPORTED_KUBERNETES_VERSIONS]
+            known = ", ".join(f"'{m}'" for m in SUPPORTED_KUBERNETES_VERSIONS)
+            quoted = f"'{meant[0]}'" if meant else f"one of {known}"
+            raise ValueError(
+                f"{v} is a number, not a string (YAML reads 1.30 as the number 1.3); write the minor quoted: {quoted}"
+            )
+        return v
 
     @field_validator("kubernetes_version")
     @classmethod
@@ -167,8 +184,15 @@ class ClusterConfig(Model):
             raise ValueError(why)
         net = ipv4(v)
         assert net is not None
-        if not 12 <= net.prefixlen <= 24:
-            raise ValueError(f"EKS accepts /12../24, got /{net.prefixlen}")
+        low, high = SERVICE_CIDR_PREFIXES
+        if not low <= net.prefixlen <= high:
+            raise ValueError(f"EKS accepts /{low}../{high}, got /{net.prefixlen}")
+        if not any(net.subnet_of(ipaddress.IPv4Network(b)) for b in SERVICE_CIDR_BLOCKS):
+            raise ValueError(
+                f"{v} is not within {', '.join(SERVICE_CIDR_BLOCKS[:-1])} or {SERVICE_CIDR_BLOCKS[-1]}, where EKS "
+                f"takes a service range ({SOURCES['eks-kubernetes-network-config'].url}); use a block inside one, "
+                "such as 172.20.0.0/16"
+            )
         return v
 
     @property

@@ -242,10 +242,12 @@ def _with_fix(e: Any) -> Optional[str]:
             return f"{got!r} is a string, not a number; write {got.strip()} without quotes"
         return f"{got!r} is not a number; write one such as 1.5"
     if e["type"] == "string_type":
-        if isinstance(got, (int, float)) and not isinstance(got, bool):
+        if isinstance(got, int) and not isinstance(got, bool):
+            return f"{got!r} is a number, not a string; quote it: '{got}'"
+        if isinstance(got, float):
             return (
-                f"{got!r} is a number, not a string; quote it as you mean it (YAML reads 1.30 as the number 1.3): "
-                f"'{got}'"
+                f"{got!r} is a number, not a string; quote it as you wrote it, e.g. '{got}' (YAML reads 1.30 as the "
+                "number 1.3: write '1.30' for 1.30)"
             )
         if isinstance(got, bool):
             return f"{str(got).lower()} is a boolean, not a string; quote it: '{str(got).lower()}'"

@@ -227,9 +227,9 @@ class DatasetConfig(Model):
     @field_validator("md5")
     @classmethod
     def _md5(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and not MD5_RE.match(v):
+        if v is not None and not MD5_RE.match(v.lower()):
             raise ValueError(f"{v!r} is not an MD5 hex digest (32 hex characters)")
-        return v
+        return v.lower() if v is not None else v
 
     @field_validator("path")
     @classmethod

@@ -82,7 +82,7 @@ def _health_plan(cfg: Optional[HealthCheckConfig], group: NodeGroupPlan) -> Opti
         return None
     reference = REFERENCE_ALLREDUCE.get(group.profile.instance.name)
     threshold = cfg.min_bus_bandwidth_gbytes_per_s
-    if threshold is None and cfg.enforce and reference is not None:
+    if threshold is None and cfg.enforce and reference is not None and group.efa is not None:  # measured with EFA
         threshold = round(HEALTH_THRESHOLD_SHARE * reference.busbw_gbytes_per_s, 2)
     message = cfg.max_bytes if cfg.max_bytes is not None else (reference.message_bytes if reference else None)
     return HealthCheckPlan(config=cfg, threshold_gbytes_per_s=threshold, message_bytes=message)

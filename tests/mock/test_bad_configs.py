@@ -8,6 +8,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
+from components.catalog import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 from stacks.config import ConfigError, load_config
 from stacks.plan.report import main as plan_main
 from tests.harness import PROJECT, REPO, run_program, stack_config, stack_names
@@ -335,6 +336,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:cluster.serviceCidr: '10.0.128.0/16' is not a valid CIDR"],
     ),
     (
+        "service range outside the private blocks",
+        setk("cluster", {"serviceCidr": "100.64.0.0/16"}),
+        [
+            "eks-training:cluster.serviceCidr: 100.64.0.0/16 is not within 10.0.0.0/8, 172.16.0.0/12 or "
+            "192.168.0.0/16, where EKS takes a service range"
+        ],
+    ),
+    (
         "service CIDR inside VPC",
         setk("cluster", {"serviceCidr": "10.0.0.0/20"}),
         ["eks-training:cluster.serviceCidr: 10.0.0.0/20 overlaps eks-training:network.vpcCidr 10.0.0.0/16"],
@@ -437,6 +446,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:clusterName: 'My_Cluster' must be 1-40 lowercase letters"],
     ),
     (
+        "cluster name ending in a dash",
+        setk("clusterName", "bad-cluster-"),
+        [
+            "eks-training:clusterName: 'bad-cluster-' must be 1-40 lowercase letters, digits and '-', starting and "
+            "ending with a letter or digit"
+        ],
+    ),
+    (
         "bad storage quantity",
         setk("storage", {"capacity": "lots"}),
         ["eks-training:storage.capacity: 'lots' is not a Kubernetes quantity"],
@@ -505,6 +522,11 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "unpinned prebuilt image",
         setk("images", {"training": {"prebuilt": "pytorch/pytorch"}}),
         ["eks-training:images.training.prebuilt", "neither a tag nor a @sha256 digest"],
+    ),
+    (
+        "prebuilt image on latest",
+        setk("images", {"training": {"prebuilt": "nvcr.io/nvidia/pytorch:latest"}}),
+        ["eks-training:images.training.prebuilt", "floats on :latest (each pull may get another image)"],
     ),
     (
         "image with URL scheme",
@@ -928,6 +950,18 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         [
             "eks-training:jobs.train.healthCheck.enforce: there is no published all-reduce bandwidth for g5.48xlarge",
             "minBusBandwidthGBps",
+        ],
+    ),
+    (
+        "enforced check whose reference is with EFA, on a group without it",
+        both(
+            group(instanceTypes=["p5.48xlarge"], efa=False, maxSize=2),
+            job(nodeGroup="gpu", nodes=2, healthCheck={"enforce": True}),
+        ),
+        [
+            "eks-training:jobs.train.healthCheck.enforce: the published all-reduce bandwidth of p5.48xlarge, which a "
+            "threshold derives from, is with EFA, and eks-training:nodeGroups.gpu.efa is off; set it to true, or set "
+            "eks-training:jobs.train.healthCheck.minBusBandwidthGBps (GB/s) for TCP, or enforce: false"
         ],
     ),
     (
@@ -1451,7 +1485,23 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     (
         "Kubernetes version as a number",
         setk("cluster", {"kubernetesVersion": 1.3}),
-        ["eks-training:cluster.kubernetesVersion: 1.3 is a number, not a string; quote it as you mean it"],
+        [
+            "eks-training:cluster.kubernetesVersion: 1.3 is a number, not a string (YAML reads 1.30 as the number "
+            "1.3); write the minor quoted: one of " + ", ".join(f"'{m}'" for m in SUPPORTED_KUBERNETES_VERSIONS)
+        ],
+    ),
+    (
+        "Kubernetes version as a number whose zero YAML dropped",
+        setk("cluster", {"kubernetesVersion": float(DEFAULT_KUBERNETES_VERSION)}),
+        [
+            f"eks-training:cluster.kubernetesVersion: {float(DEFAULT_KUBERNETES_VERSION)} is a number, not a string",
+            f"write the minor quoted: '{DEFAULT_KUBERNETES_VERSION}'",
+        ],
+    ),
+    (
+        "an environment value written as a whole number",
+        job(env={"EPOCHS": 10}),
+        ["eks-training:jobs.train.env.EPOCHS: 10 is a number, not a string; quote it: '10'"],
     ),
     (
         "command as one string",
@@ -2219,3 +2269,16 @@ def test_pulumi_up_refuses_a_setting_written_outside_config(tmp_path: Path) -> N
     (tmp_path / "settings" / "Pulumi.mine.yaml").write_text(yaml.safe_dump(stray))
     p = run_program("mine", config=base(), project_dir=tmp_path, expect_error=True)
     assert isinstance(p.error, ConfigError) and p.error.problems[0].startswith("Pulumi.mine.yaml: eks-training:jobs")
+
+
+def test_an_md5_in_capitals_is_taken_as_the_same_digest() -> None:
+    """md5sum prints lowercase hex; a digest copied in capitals (as some sites publish it) is the same digest: it is
+    taken, as the staging job compares it, in lowercase."""
+    config = stack_config("dev")
+    config[f"{PROJECT}:datasets"] = {
+        "cifar10": {"source": "s3://my-bucket/cifar.tgz", "md5": "C58F30108F718F92721AF3B95E74349A"}
+    }
+    assert (
+        load_config(PROJECT, "dev", config, project_dir=REPO).datasets["cifar10"].md5
+        == "c58f30108f718f92721af3b95e74349a"
+    )

@@ -496,7 +496,7 @@ GOOD_DIGEST = "sha256:" + "ab" * 32
         f"123456789012.dkr.ecr.us-east-1.amazonaws.com/team/train@{GOOD_DIGEST}",
         f"nvcr.io/nvidia/pytorch:24.01-py3@{GOOD_DIGEST}",
         "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
-        "localhost:5000/my_img:latest",
+        "localhost:5000/my_img:1.0",
         "public.ecr.aws/docker/library/python:3.11-slim",
     ],
 )
@@ -518,6 +518,7 @@ def test_valid_image_references(uri: str) -> None:
         ("bad_host-.io/x/y:1", "registry host"),
         ("nvcr.io/-nvidia/x:1", "repository path"),
         ("pytorch/pytorch", "neither a tag nor"),
+        ("nvcr.io/nvidia/pytorch:latest", "floats on :latest"),
     ],
 )
 def test_invalid_image_references_name_the_problem(uri: str, problem: str) -> None:

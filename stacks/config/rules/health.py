@@ -20,13 +20,21 @@ from stacks.config.rules.sections import Sections
 
 
 def check_health(
-    s: Sections, path: str, job: JobConfig, types: list[InstanceType], problems: list[str], system: bool = False
+    s: Sections,
+    path: str,
+    job: JobConfig,
+    types: list[InstanceType],
+    problems: list[str],
+    system: bool = False,
+    efa: bool = False,
+    group: str = "",
 ) -> None:
     """The health check's values against the nodes it runs on: an enforced check needs a threshold (configured, or a
-    published figure for the type); a threshold (GB/s) above what the nodes' network can carry, or a message
-    (bytes) larger than a GPU's (or, on CPU nodes, a process's share of the pod's) memory, can never pass: they name
-    the unit the value is in and the conversion the user probably meant. ``system``: the job runs on the system group,
-    whose pods get a share of a node."""
+    published figure for the type, measured with EFA, so only where the worker group ``group`` has ``efa``); a
+    threshold (GB/s) above what the nodes' network can carry, or a message (bytes) larger than a GPU's (or, on CPU
+    nodes, a process's share of the pod's) memory, can never pass: they name the unit the value is in and the
+    conversion the user probably meant. ``system``: the job runs on the system group, whose pods get a share of a
+    node."""
     h = job.health_check
     if h is None or not h.enabled or not types:
         return
@@ -48,6 +56,12 @@ def check_health(
             problems.append(
                 f"{key(f'{hkey}.minBusBandwidthGBps')}: {_bandwidth_problem(threshold, ceiling, bound, job.nodes)}"
             )
+    elif h.enforce and slowest.name in REFERENCE_ALLREDUCE and not efa:
+        problems.append(
+            f"{key(f'{hkey}.enforce')}: the published all-reduce bandwidth of {slowest.name}, which a threshold "
+            f"derives from, is with EFA, and {key(f'nodeGroups.{group}.efa')} is off; set it to true, or set "
+            f"{key(f'{hkey}.minBusBandwidthGBps')} (GB/s) for TCP, or enforce: false"
+        )
     elif h.enforce and slowest.name not in REFERENCE_ALLREDUCE:
         problems.append(
             f"{key(f'{hkey}.enforce')}: there is no published all-reduce bandwidth for {slowest.name} to "

@@ -106,7 +106,8 @@ def _check_group(s: Sections, path: str, job: JobConfig, problems: list[str]) ->
                     f"{key(f'{path}.processesPerNode')}: {job.processes_per_node} > the {limit} {what} of "
                     f"{facts.name}; run at most one process per {what[:-1]}"
                 )
-        check_health(s, path, job, [f for t in g.instance_types if (f := s.catalog.get(t)) is not None], problems)
+        types = [f for t in g.instance_types if (f := s.catalog.get(t)) is not None]
+        check_health(s, path, job, types, problems, efa=g.uses_efa(s.catalog), group=group_name)
 
 
 def _check_image(s: Sections, path: str, name: str, job: JobConfig, problems: list[str]) -> None:

@@ -11,8 +11,8 @@ def check_cluster_name(s: Sections, problems: list[str]) -> None:
     """The cluster name prefixes AWS names."""
     if not NAME_RE.match(s.cluster_name) or len(s.cluster_name) > CLUSTER_NAME_MAX:
         rule = (
-            f"must be 1-{CLUSTER_NAME_MAX} lowercase letters, digits and '-' (it prefixes IAM role names, which are "
-            "limited to 64 characters)"
+            f"must be 1-{CLUSTER_NAME_MAX} lowercase letters, digits and '-', starting and ending with a letter or "
+            "digit (it prefixes IAM role names, which are limited to 64 characters)"
         )
         if "clusterName" in s.set_keys:
             problems.append(f"{key('clusterName')}: {s.cluster_name!r} {rule}")
