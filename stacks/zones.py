@@ -10,11 +10,8 @@ control-plane subnets, of which EKS needs two zones.
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from components.catalog import EKS_UNSUPPORTED_ZONE_IDS
+from components.catalog import EKS_UNSUPPORTED_ZONE_IDS, MIN_CONTROL_PLANE_ZONES
 from stacks.config import ConfigError, StackConfig, key
-
-#: EKS needs control-plane subnets in at least two zones (source key ``eks-network-requirements``).
-MIN_CONTROL_PLANE_ZONES = 2
 
 
 @dataclass(frozen=True, order=True)

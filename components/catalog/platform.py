@@ -242,6 +242,8 @@ def accelerator_label_value(gpu_model: "str | None") -> str:
 #: Zone IDs whose subnets EKS refuses for a control plane (source key ``eks-network-requirements``).
 #: Zone names map to different IDs in each account, so zones are chosen and checked by ID.
 EKS_UNSUPPORTED_ZONE_IDS: frozenset[str] = frozenset({"use1-az3", "usw1-az2", "cac1-az3"})
+#: EKS needs control-plane subnets in at least this many zones it supports (source key ``eks-network-requirements``).
+MIN_CONTROL_PLANE_ZONES = 2
 
 #: Retention periods CloudWatch Logs accepts, in days (source key ``cloudwatch-retention``).
 LOG_RETENTION_DAYS: tuple[int, ...] = (

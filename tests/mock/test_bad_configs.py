@@ -233,11 +233,20 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ),
     (
         "only one zone EKS accepts",
-        setk("network", {"availabilityZones": ["use1-az6", "use1-az3"]}),
+        setk("network", {"availabilityZones": ["us-east-1a", "us-east-1e"]}),
         [
             "eks-training:network.availabilityZones: EKS needs control-plane subnets in 2 zones it supports; "
             "us-east-1e (use1-az3) it refuses; add zones from us-east-1a (use1-az6), us-east-1b (use1-az1), us-east-1c "
             "(use1-az2), us-east-1d (use1-az4), us-east-1f (use1-az5)"
+        ],
+    ),
+    (
+        "only one zone ID EKS accepts",
+        setk("network", {"availabilityZones": ["use1-az6", "use1-az3"]}),
+        [
+            "eks-training:network.availabilityZones: EKS needs control-plane subnets in 2 zones it supports, and it "
+            "refuses use1-az3 (https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html); list at least 2 "
+            "zones EKS supports"
         ],
     ),
     (
@@ -2195,7 +2204,8 @@ def test_a_misspelt_section_is_one_problem_whatever_names_its_entries(stack: str
 
 
 #: Cases about the account's zones, which the program reads with ``aws.getAvailabilityZones`` (still before any
-#: resource) and the offline plan cannot know: it lists them in its checklist for preflight instead.
+#: resource) and the offline plan cannot know: it lists them in its checklist for preflight instead. (A zone ID EKS
+#: refuses is known offline: "only one zone ID EKS accepts" is the plan's too.)
 ACCOUNT_ZONES = {
     "zone not in region",
     "only one zone EKS accepts",

@@ -2,6 +2,7 @@
 
 import ipaddress
 
+from components.catalog import EKS_UNSUPPORTED_ZONE_IDS, MIN_CONTROL_PLANE_ZONES, SOURCES
 from stacks.config.base import NAME_RE, ZONE_ID_RE, entry_name_problem
 from stacks.config.errors import key
 from stacks.config.rules.sections import CLUSTER_NAME_MAX, Sections
@@ -29,6 +30,14 @@ def check_network(s: Sections, problems: list[str]) -> None:
         problems.append(
             f"{key('network')} and {key('existingVpc')} are both set; keep {key('existingVpc')} to deploy into "
             f"an existing VPC, or {key('network')} to create one"
+        )
+    listed = (s.network.availability_zones or []) if s.network is not None else []
+    refused = [z for z in listed if z in EKS_UNSUPPORTED_ZONE_IDS]
+    if refused and len(listed) - len(refused) < MIN_CONTROL_PLANE_ZONES:
+        problems.append(
+            f"{key('network.availabilityZones')}: EKS needs control-plane subnets in {MIN_CONTROL_PLANE_ZONES} zones "
+            f"it supports, and it refuses {', '.join(refused)} ({SOURCES['eks-network-requirements'].url}); list "
+            f"at least {MIN_CONTROL_PLANE_ZONES} zones EKS supports"
         )
     if s.cluster.service_cidr and s.network is not None:
         svc, vpc = ipaddress.IPv4Network(s.cluster.service_cidr), ipaddress.IPv4Network(s.network.vpc_cidr)
