@@ -19,7 +19,7 @@ from components.catalog.platform import STORAGE_ADDON
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION
 from stacks.config import ConfigError, key
 from stacks.config.base import quantity_value
-from stacks.config.storage import FsxConfig
+from stacks.config.storage import FsxConfig, StorageConfig
 from stacks.plan import Plan
 from stacks.plan.flavor_change import flavor_problems
 from stacks.plan.group_changes import (
@@ -67,6 +67,9 @@ class Upgrade:
     runs: tuple[JobRun, ...] = ()
     #: A jobs-only stack: its cluster, minor and node groups are another stack's, which its own summary shows.
     jobs_only: bool = False
+    #: A new ``clusterName``: every resource is made again under it (:func:`data_changes` names what), so no group
+    #: rolls and the time is a new stack's.
+    cluster_replaced: bool = False
 
     @property
     def minutes(self) -> float:
@@ -161,6 +164,7 @@ def compare(
         data=data_changes(old_plan, new_plan),
         runs=runs,
         jobs_only=new_plan.config.cluster.stack_reference is not None,
+        cluster_replaced=old_plan.config.cluster_name != new_plan.config.cluster_name,
     )
 
 
@@ -455,6 +459,21 @@ def _raised_default_notes(
     ]
 
 
+def _deleted(a: StorageConfig, *, bucket: bool) -> str:
+    """What becomes of the old file system (and, with ``bucket``, the data bucket the stack made for it) when the
+    stack stops registering it: deleted, unless its state says to keep it (retainOnDelete, as last applied); one it
+    adopted (fileSystemId) was never the stack's to delete."""
+    if a.file_system_id is not None:
+        return ""
+    if a.retain_on_delete:
+        return f"; storage.retainOnDelete keeps the old file system{' and its data bucket' * bucket} in AWS"
+    return (
+        "; the old file system is deleted with its data"
+        + (", and the data bucket the stack made, with what was exported to it" * bucket)
+        + " (storage.retainOnDelete was not applied)"
+    )
+
+
 def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
     """The changes that replace the cluster or give the jobs other shared data than they had, each as a line that
     names its key. A jobs-only stack has neither of its own."""
@@ -462,15 +481,10 @@ def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
     if new.cluster.stack_reference is not None:
         return ()
     a, b = old.storage, new.storage
-    # a file system the stack made goes when the stack stops registering it, unless its state says to keep it
-    # (retainOnDelete, as last applied); one it adopted (fileSystemId) was never the stack's to delete
-    deleted = (
-        ""
-        if a.file_system_id is not None
-        else "; storage.retainOnDelete keeps the old file system in AWS"
-        if a.retain_on_delete
-        else "; the old file system is deleted with its data (storage.retainOnDelete was not applied)"
-    )
+    deleted = _deleted(a, bucket=False)
+    # where the stack stops making its FSx storage, the data bucket it made (no dataRepository.s3Path) goes too
+    # (components/storage/fsx.py); a new FSx file system keeps it
+    gone = _deleted(a, bucket=a.backend == "fsx" and a.fsx_settings.data_repository.bucket is None)
     found = []
     if old.cluster_name != new.cluster_name:
         # every resource's name starts with clusterName (stacks/environment.py)
@@ -478,14 +492,14 @@ def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
         made += ["the file system"] * (a.file_system_id is None)
         found.append(
             f"{key('clusterName')} {old.cluster_name} -> {new.cluster_name}: every resource of the stack is "
-            f"replaced under the new name ({', '.join(made)}){deleted}"
+            f"replaced under the new name ({', '.join(made)}){gone}"
         )
     elif a.backend != b.backend:
-        found.append(f"{key('storage.backend')} {a.backend} -> {b.backend}: a new, empty file system{deleted}")
+        found.append(f"{key('storage.backend')} {a.backend} -> {b.backend}: a new, empty file system{gone}")
     elif a.file_system_id != b.file_system_id:
         found.append(
             f"{key('storage.fileSystemId')} {a.file_system_id or 'unset'} -> {b.file_system_id or 'unset'}: the jobs "
-            f"get another file system{deleted}"
+            f"get another file system{gone}"
         )
     elif b.backend == "efs" and (a.namespace, a.pvc_name) != (b.namespace, b.pvc_name):
         # the EFS StorageClass's subPathPattern ${.PVC.namespace}/${.PVC.name} (components/storage/efs.py)

@@ -62,6 +62,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
         ],
         "addons": [{"name": a.name, "from": a.old, "to": a.new} for a in u.addons],
         "data": list(u.data),
+        "clusterReplaced": u.cluster_replaced,
         "jobs": [
             {
                 "name": j.name,
@@ -214,9 +215,11 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
         for a in r["addons"]:
             lines.append(f"    {a['name']}: {_version(a['from'], k['from'])} -> {_version(a['to'], k['to'])}")
     lines.extend(f"  data: {d}" for d in r["data"])
-    if not r["nodeGroups"]:
+    if r["clusterReplaced"]:
+        lines.append("  node groups: every group is made again with the new cluster, then the old ones deleted")
+    elif not r["nodeGroups"]:
         lines.append("  node groups: none rolls" + _only_file(r))
-    for g in r["nodeGroups"]:
+    for g in [] if r["clusterReplaced"] else r["nodeGroups"]:
         verb = {
             "roll": "rolls",
             "replace": "is replaced (a new group, then the old one deleted)",
@@ -272,6 +275,11 @@ def _clauses(text: str) -> list[str]:
 
 def _duration_line(r: dict[str, Any]) -> str:
     """The expected duration, or why there is none."""
+    if r["clusterReplaced"]:
+        return (
+            "  expected duration: a new stack's: `python -m stacks plan --stack NAME` models its path to the first "
+            "training step; the old stack's deletion follows"
+        )
     k = r["kubernetesVersion"]
     timed = [g for g in r["nodeGroups"] if g["action"] != "update"]
     if timed or r["addons"] or k["from"] != k["to"] or k.get("running"):

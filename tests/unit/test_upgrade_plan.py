@@ -1202,7 +1202,8 @@ def _storage(stack: str, **settings: Any) -> dict[str, Any]:
             {},
             {P + "storage": {"backend": "efs"}},
             "eks-training:storage.backend fsx -> efs: a new, empty file system; the old file system is deleted with "
-            "its data (storage.retainOnDelete was not applied)",
+            "its data, and the data bucket the stack made, with what was exported to it (storage.retainOnDelete was "
+            "not applied)",
         ),
         (
             "dev",
@@ -1275,6 +1276,26 @@ def _storage(stack: str, **settings: Any) -> dict[str, Any]:
             "them): set eks-training:storage.fsx.metadataIops to at least those: a new, empty file system; the old "
             "file system is deleted with its data (storage.retainOnDelete was not applied)",
         ),
+        (
+            "p5",
+            {},
+            {P + "clusterName": "other"},
+            "eks-training:clusterName eks-training-p5 -> other: every resource of the stack is replaced under the "
+            "new name (the cluster, its nodes and jobs, the VPC, the file system); the old file system is deleted "
+            "with its data, and the data bucket the stack made, with what was exported to it (storage.retainOnDelete "
+            "was not applied)",
+        ),
+        (
+            "p5",
+            {
+                P + "storage": {
+                    "fsx": {**preset("p5")[P + "storage"]["fsx"], "dataRepository": {"s3Path": "s3://mine/"}}
+                }
+            },
+            {P + "storage": {"backend": "efs"}},
+            "eks-training:storage.backend fsx -> efs: a new, empty file system; the old file system is deleted with "
+            "its data (storage.retainOnDelete was not applied)",
+        ),
     ],
     ids=[
         "cluster name",
@@ -1288,6 +1309,8 @@ def _storage(stack: str, **settings: Any) -> dict[str, Any]:
         "fsx smaller",
         "fsx fewer metadata iops",
         "fsx metadata to user-provisioned",
+        "cluster name on fsx",
+        "backend, an existing bucket",
     ],
 )
 def test_a_change_that_replaces_the_cluster_or_the_jobs_data_is_named(
@@ -1303,6 +1326,16 @@ def test_a_change_that_replaces_the_cluster_or_the_jobs_data_is_named(
     u = compare(plan_of(stack, before), plan_of(stack, after))
     assert u.data == (said,)
     assert f"\n  data: {said}\n" in render_upgrade(upgrade_report(u))
+
+
+def test_a_new_cluster_name_says_every_group_is_made_again_and_the_time_is_a_new_stacks() -> None:
+    """A new clusterName makes every resource again: the summary says so of the groups and the time, rather than
+    'none rolls' and 'no update'."""
+    renamed = {**preset("dev"), P + "clusterName": "other"}
+    text = render_upgrade(upgrade_report(compare(plan_of("dev", preset("dev")), plan_of("dev", renamed))))
+    assert "  node groups: every group is made again with the new cluster, then the old ones deleted\n" in text, text
+    assert "  expected duration: a new stack's: `python -m stacks plan --stack NAME` models its path" in text, text
+    assert "none rolls" not in text and "no control plane, add-on or node group update" not in text, text
 
 
 def test_a_larger_fsx_file_system_keeps_the_data() -> None:
