@@ -166,8 +166,8 @@ def render_upgrade(r: dict[str, Any]) -> str:
     lines = [f"upgrade from {r['from']}:"]
     if r.get("projectChanged"):
         lines.append(
-            "  the stack file's changes only: this project's own changes since then do not show (a note says where "
-            "they do)"
+            "  the stack file's changes only, and its image and code folders': this project's other changes since "
+            "then do not show (a note says where they do)"
         )
     if r.get("jobsOnly"):
         lines.append(

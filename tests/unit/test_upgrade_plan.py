@@ -1032,8 +1032,8 @@ def test_from_a_revision_of_another_version_of_the_project_says_what_it_cannot_s
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
     assert out.startswith(
-        "upgrade from HEAD:Pulumi.dev.yaml:\n  the stack file's changes only: this project's own changes since then "
-        "do not show (a note says where they do)\n"
+        "upgrade from HEAD:Pulumi.dev.yaml:\n  the stack file's changes only, and its image and code folders': this "
+        "project's other changes since then do not show (a note says where they do)\n"
     ), out
     assert "  note: HEAD:Pulumi.dev.yaml: this project's code differs between HEAD and the working folder" in out, out
     assert "`pulumi preview` compares with what the last update recorded" in out, out
