@@ -2171,6 +2171,14 @@ def test_a_command_job_may_write_into_a_pytorch_jobs_output_folder() -> None:
             "job",
             id="a command job's program written as a script",
         ),
+        pytest.param(
+            both(
+                lambda cfg: cfg.update({f"{PROJECT}:nodeGroups": {"system": cfg[f"{PROJECT}:nodeGroups"]["cpu"]}}),
+                job(nodeGroup="system"),
+            ),
+            "eks-training:nodeGroups.system: 'system' is reserved for systemNodeGroup; rename the group",
+            id="a worker group named system, which its pytorch job names",
+        ),
     ],
 )
 def test_a_mistake_is_reported_once_by_the_program(change: Callable[[dict[str, Any]], None], message: str) -> None:
@@ -2252,6 +2260,17 @@ def test_the_list_a_refusal_suggests_is_taken(field: str) -> None:
     assert all(f"'{word}'" in problem for word in ("3", "1e-4", "08"))
     cfg[f"{PROJECT}:jobs"]["fit"][field] = suggested
     load_config(PROJECT, "dev", cfg, project_dir=REPO)
+
+
+def test_an_mpi_images_missing_context_is_one_problem() -> None:
+    """An MPI job's image whose context holds no Dockerfile: the context's problem only, not also an mpiPrefix the
+    Dockerfile would have given (there is no Dockerfile to read)."""
+    cfg = stack_config("mpi-horovod")
+    cfg[f"{PROJECT}:images"] = {**cfg[f"{PROJECT}:images"], "horovod": {"context": "images/nope"}}
+    with pytest.raises(ConfigError) as err:
+        load_config(PROJECT, "mpi-horovod", cfg, project_dir=REPO)
+    (problem,) = err.value.problems
+    assert problem.startswith("eks-training:images.horovod.context: images/nope/Dockerfile does not exist"), problem
 
 
 def test_pulumi_up_refuses_a_setting_written_outside_config(tmp_path: Path) -> None:

@@ -65,6 +65,8 @@ def _check_group(s: Sections, path: str, job: JobConfig, problems: list[str]) ->
             + (f" (or system, for a {job.kind} job)" if KINDS[job.kind].on_system_group else "")
         )
     elif group_name == SYSTEM_ROLE:
+        if SYSTEM_ROLE in s.groups:  # a worker group named system is refused as such: that problem is the one to fix
+            return
         if not KINDS[job.kind].on_system_group:
             light = " or ".join(k.name for k in KINDS.values() if k.on_system_group)
             problems.append(

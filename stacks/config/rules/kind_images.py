@@ -37,6 +37,8 @@ def check_mpi_image(
         return
     if image.mpi_prefix is not None or (dockerfile is not None and dockerfile.mpi_prefix()):
         return
+    if image.context and dockerfile is None:
+        return  # no Dockerfile to read: the image's own rule names its context or dockerfile
     where = (
         f"its Dockerfile ({image.context}/{image.dockerfile}) sets no ENV OPAL_PREFIX"
         if image.context
