@@ -137,7 +137,7 @@ def compare(
         deleted_group(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names
     ]
     notes += outgoing_notes(old_plan, new_plan)
-    notes += _kueue_move_notes(new_plan, groups)
+    notes += _kueue_move_notes(new_plan, groups, runs)
     notes += _team_notes(new_plan, groups)
     notes += _held_addon_notes(old_plan, new_plan)
     notes += deadline_notes(old_plan, new_plan, runs)
@@ -409,18 +409,23 @@ def _default_addon_notes(addons: tuple[AddonChange, ...], minor: str) -> list[st
     ]
 
 
-def _kueue_move_notes(new_plan: Plan, groups: list[GroupChange]) -> list[str]:
+def _kueue_move_notes(new_plan: Plan, groups: list[GroupChange], runs: tuple[JobRun, ...]) -> list[str]:
     """Kueue's controller moving with the system nodes: the chart runs one replica without a disruption budget, and
     its Job webhooks fail closed (source key ``kueue-chart-values``), so a Job created or changed meanwhile is
-    refused. A jobs-only stack installs no Kueue."""
+    refused: the jobs ``runs`` creates or replaces are named. A jobs-only stack installs no Kueue."""
     if new_plan.config.cluster.stack_reference is not None:
         return []
     moved = [g for g in groups if g.path == new_plan.system.path and g.action in MOVES_PODS]
+    changed = [r.name for r in runs if r.action != "removed"]
+    effect = (
+        f"this update creates or replaces job(s) {', '.join(changed)}, so `pulumi up` may fail on them"
+        if changed
+        else "if this update also changes one, `pulumi up` may fail on it"
+    )
     return [
         f"{g.path} {g.action}: Kueue's one controller pod moves with it. Until its new pod is ready, no job is "
-        "admitted, and Kueue's webhooks refuse a Job or MPIJob, or a Kueue queue or flavor, created or changed: if "
-        "this update also changes one, `pulumi up` may fail on it. Run it again once `kubectl -n kueue-system get "
-        "deploy` shows Kueue ready"
+        f"admitted, and Kueue's webhooks refuse a Job or MPIJob, or a Kueue queue or flavor, created or changed: "
+        f"{effect}. Run it again once `kubectl -n kueue-system get deploy` shows Kueue ready"
         for g in moved
     ]
 

@@ -2495,7 +2495,13 @@ def test_a_system_group_that_moves_its_pods_names_kueue_s_webhooks() -> None:
     cfg = preset("p5")
     rolled = copy.deepcopy(cfg)
     rolled[P + "systemNodeGroup"]["diskSizeGib"] = 80
-    assert [n for n in compare(plan_of("p5", cfg), plan_of("p5", rolled)).notes if "systemNodeGroup roll: Kueue" in n]
+    (roll,) = [n for n in compare(plan_of("p5", cfg), plan_of("p5", rolled)).notes if "systemNodeGroup roll" in n]
+    assert "if this update also changes one, `pulumi up` may fail on it" in roll, roll
+    # a change that itself replaces jobs: the note names them rather than saying "if"
+    c5 = compare(plan_of("dev", preset("dev")), _system("dev", instanceType="m5.xlarge"))
+    (note,) = [n for n in c5.notes if "Kueue's one controller pod" in n]
+    named = [r.name for r in c5.runs if r.action != "removed"]
+    assert named and f"this update creates or replaces job(s) {', '.join(named)}, so `pulumi up` may fail" in note
     workers = copy.deepcopy(cfg)
     workers[P + "nodeGroups"]["gpu"]["diskSizeGib"] = 900
     moved = compare(plan_of("p5", cfg), plan_of("p5", workers))
