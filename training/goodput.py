@@ -443,11 +443,10 @@ def _result(split: _Split, order: list[_Attempt]) -> dict[str, Any]:
         item["paused_s"] = round(resumed_at - item["at"], 3) if resumed_at is not None else None
         item.pop("attempt")
     lost = totals["restarting"] + totals["recomputed"]
-    measured = any(len(a.points) >= 2 for a in order)
     return {
-        # training time is measured between two steps of one attempt: with fewer, the program's progress is not
-        # known, so there is no figure (rather than 0)
-        "goodput": round(totals["training"] / wall, 4) if wall > 0 and measured else None,
+        # training time is measured between two steps of one attempt, the second higher: without such a pair the
+        # program's progress is not known, so there is no figure (rather than 0)
+        "goodput": round(totals["training"] / wall, 4) if wall > 0 and split.kept else None,
         "wall_s": round(wall, 3),
         "time_s": {c: round(v, 3) for c, v in totals.items()},
         "lost_s": round(lost, 3),

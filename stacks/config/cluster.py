@@ -20,6 +20,7 @@ from components.catalog import (
 )
 from components.catalog.addons import ADDON_VERSION_RE, addon_version_tuple, version_text
 from components.catalog.network import SERVICE_CIDR_BLOCKS, SERVICE_CIDR_PREFIXES
+from components.catalog.platform import billed_extended
 from components.conventions import DEFAULT_CLUSTER_LOG_RETENTION_DAYS
 from stacks.config.base import ROLE_ARN_RE, AmiRelease, Model, cidr_problem, ipv4, reference
 from stacks.config.errors import check
@@ -38,7 +39,7 @@ _WINDOWS_IGNORED: ContextVar[bool] = ContextVar("support_windows_ignored", defau
 def past_standard_support(minor: str) -> bool:
     """Whether a known ``minor`` left EKS standard support by :data:`today` (never while support windows are
     ignored)."""
-    return minor in KUBERNETES_VERSIONS and not _WINDOWS_IGNORED.get() and not in_standard_support(minor, today())
+    return minor in KUBERNETES_VERSIONS and not _WINDOWS_IGNORED.get() and billed_extended(minor, today())
 
 
 @contextmanager

@@ -115,6 +115,14 @@ SECTION_SUMMARIES: Mapping[str, str] = {
 }
 
 
+def _json_or_text(value: str) -> Any:
+    """A setting as the program reads it: an object or list (Pulumi passes them as JSON), else the text."""
+    try:
+        return json.loads(value)
+    except (json.JSONDecodeError, TypeError):
+        return value
+
+
 @functools.cache
 def _section_keys() -> tuple[tuple[str, str], ...]:
     return section_keys(SECTIONS, ENTRIES)
@@ -282,6 +290,10 @@ class _Parser:
                 near = difflib.get_close_matches(k, list(SECTIONS), n=1, cutoff=0.75) or [
                     s for s in SECTIONS if s.lower() == k.lower()
                 ]
+                # a section's key written on top as it is spelt there (args: [...], image: NAME) is that key, unless
+                # its value is a mapping a section spelt alike would hold (nodeGroup: {cpu: ...}, dataset: {...})
+                if near and any(n == k for n, _ in _section_keys()) and not isinstance(_json_or_text(value), dict):
+                    near = []
                 hint = f"did you mean {near[0]}? rename it; " if near else _home_hint(k)
                 self.problems.append(
                     f"{key(k)}: unknown key; {hint}valid keys are {', '.join(sorted(SECTIONS))} (see {REFERENCE})"
@@ -298,10 +310,7 @@ class _Parser:
                     continue
                 parsed[k] = value
                 continue
-            try:
-                obj = json.loads(value)
-            except json.JSONDecodeError:
-                obj = value
+            obj = _json_or_text(value)
             if not isinstance(obj, dict):
                 self.problems.append(
                     f"{key(k)}: must be an object (a YAML mapping), got {_not_a_section(k, kind, obj)}"

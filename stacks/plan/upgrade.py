@@ -151,6 +151,7 @@ def compare(
         notes += _removed_team_notes(old_plan, new_plan)
         notes += _storage_class_notes(old_plan, new_plan)
         notes += _fsx_growth_notes(old_plan, new_plan)
+        notes += _fsx_bucket_notes(old_plan, new_plan)
         notes += _fsx_metadata_notes(old_plan, new_plan)
         notes += _fsx_throughput_notes(old_plan, new_plan)
     return Upgrade(
@@ -254,6 +255,28 @@ def _fsx_updated(old_plan: Plan, new_plan: Plan) -> Optional[tuple[FsxConfig, Fs
     if a.backend != "fsx" or b.backend != "fsx" or a.fsx is None or b.fsx is None or b.file_system_id is not None:
         return None
     return None if _fsx_replaced(old_plan, new_plan) else (a.fsx, b.fsx)
+
+
+def _fsx_bucket_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """An FSx file system the stack keeps, linked now to a bucket of the user's (``dataRepository.s3Path``): the data
+    bucket the stack made for it goes (components/storage/fsx.py), unless the state says to keep it. The file system
+    keeps its files, so the jobs keep their data."""
+    a, b = old_plan.config.storage, new_plan.config.storage
+    if not (a.backend == b.backend == "fsx" and a.file_system_id is None and b.file_system_id is None):
+        return []
+    was, now = a.fsx_settings.data_repository, b.fsx_settings.data_repository
+    if was.bucket is not None or now.bucket is None:
+        return []
+    fate = (
+        "storage.retainOnDelete keeps it in AWS"
+        if a.retain_on_delete
+        else "it is deleted with everything in it, the datasets and what was exported (storage.retainOnDelete was not "
+        "applied): copy what you need first (aws s3 sync)"
+    )
+    return [
+        f"{key('storage.fsx.dataRepository.s3Path')} unset -> {now.s3_path}: the file system links to that bucket "
+        f"instead of the one the stack made, and {fate}"
+    ]
 
 
 def _fsx_growth_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
@@ -474,7 +497,7 @@ def _deleted(a: StorageConfig, *, bucket: bool) -> str:
         return f"; storage.retainOnDelete keeps the old file system{' and its data bucket' * bucket} in AWS"
     return (
         "; the old file system is deleted with its data"
-        + (", and the data bucket the stack made, with what was exported to it" * bucket)
+        + (", and the data bucket the stack made, with everything in it (the datasets and what was exported)" * bucket)
         + " (storage.retainOnDelete was not applied)"
     )
 

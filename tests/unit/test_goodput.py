@@ -274,6 +274,13 @@ def test_one_step_line_is_no_measure_and_two_are(tmp_path: Path) -> None:
     assert (goodput_line(goodput.metrics_fields(twice)) or "").startswith("goodput 0.2 (1 s training of 5 s")
     assert goodput_line({"accuracy": 0.9}) is None  # a job without the launcher's accounting: no line
 
+    pod = Pod(tmp_path / "same", "a", 0)  # two lines, one step: no step advanced between them
+    pod.say(1, "start", setup_s=0.0)
+    pod.say(3, step=10)
+    pod.say(4, step=10)
+    pod.ledger.record("exit", at=T + 5, command_code=0)
+    assert split(tmp_path / "same", pod)["goodput"] is None
+
 
 def test_the_local_runner_shows_the_goodput(tmp_path: Path) -> None:
     """``python -m stacks.local``'s final lines for a job (stacks/local/report.py): the goodput line from the

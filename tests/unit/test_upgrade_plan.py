@@ -1202,8 +1202,8 @@ def _storage(stack: str, **settings: Any) -> dict[str, Any]:
             {},
             {P + "storage": {"backend": "efs"}},
             "eks-training:storage.backend fsx -> efs: a new, empty file system; the old file system is deleted with "
-            "its data, and the data bucket the stack made, with what was exported to it (storage.retainOnDelete was "
-            "not applied)",
+            "its data, and the data bucket the stack made, with everything in it (the datasets and what was exported) "
+            "(storage.retainOnDelete was not applied)",
         ),
         (
             "dev",
@@ -1282,8 +1282,8 @@ def _storage(stack: str, **settings: Any) -> dict[str, Any]:
             {P + "clusterName": "other"},
             "eks-training:clusterName eks-training-p5 -> other: every resource of the stack is replaced under the "
             "new name (the cluster, its nodes and jobs, the VPC, the file system); the old file system is deleted "
-            "with its data, and the data bucket the stack made, with what was exported to it (storage.retainOnDelete "
-            "was not applied)",
+            "with its data, and the data bucket the stack made, with everything in it (the datasets and what was "
+            "exported) (storage.retainOnDelete was not applied)",
         ),
         (
             "p5",
@@ -1336,6 +1336,22 @@ def test_a_new_cluster_name_says_every_group_is_made_again_and_the_time_is_a_new
     assert "  node groups: every group is made again with the new cluster, then the old ones deleted\n" in text, text
     assert "  expected duration: a new stack's: `python -m stacks plan --stack NAME` models its path" in text, text
     assert "none rolls" not in text and "no control plane, add-on or node group update" not in text, text
+
+
+def test_a_new_s3_path_names_the_bucket_the_stack_made_which_goes() -> None:
+    """An FSx file system linked to a bucket of the user's instead of the one the stack made: the file system keeps
+    its files (no data line), but the stack's bucket is deleted with everything in it; a note says so."""
+    new = preset("p5")
+    new[P + "storage"] = {**new[P + "storage"], "fsx": {**new[P + "storage"]["fsx"], "dataRepository": {}}}
+    new[P + "storage"]["fsx"]["dataRepository"] = {"s3Path": "s3://mine/datasets/"}
+    u = compare(plan_of("p5", preset("p5")), plan_of("p5", new))
+    assert u.data == ()
+    (note,) = [n for n in u.notes if "dataRepository.s3Path" in n]
+    assert note.startswith(
+        "eks-training:storage.fsx.dataRepository.s3Path unset -> s3://mine/datasets/: the file system links to that "
+        "bucket instead of the one the stack made, and it is deleted with everything in it"
+    ), note
+    assert not [n for n in compare(plan_of("p5", new), plan_of("p5", new)).notes if "dataRepository.s3Path" in n]
 
 
 def test_a_larger_fsx_file_system_keeps_the_data() -> None:
