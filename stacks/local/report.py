@@ -341,7 +341,7 @@ def goodput_line(metrics: dict[str, Any]) -> Optional[str]:
     where the rest went, what failures cost, and the model FLOPs utilization when the trainer knew it."""
     if "goodput" in metrics and metrics["goodput"] is None:
         return (
-            "goodput: not measured: no attempt printed two progress lines (a step number, "
+            "goodput: not measured: no attempt printed two progress lines with a rising step (a step number, "
             "docs/reference/job-contract.md#progress-for-goodput)"
         )
     if metrics.get("goodput") is None:
