@@ -12,11 +12,18 @@ import http.client
 import json
 import ssl
 import threading
+import time
 from pathlib import Path
 from typing import Any, Mapping, Optional
 from urllib.parse import quote, urlsplit
 
 import yaml
+
+#: How often a request the apiserver asks to send again later (``Retry-After``) is sent again: client-go's
+#: ``maxRetries`` (k8s.io/client-go/rest/request.go, ``checkWait`` in with_retry.go), as kubectl would.
+RETRIES = 10
+#: The longest wait taken for one ``Retry-After`` (client-go takes any; the apiserver asks for 1 s).
+RETRY_AFTER_MAX_S = 10.0
 
 
 class BoxError(Exception):
@@ -58,12 +65,29 @@ class Api:
         data = None
         if body is not None:
             data, headers["Content-Type"] = json.dumps(body).encode(), content_type
+        status, raw, wait_s = self._send(method, path, data, headers)
+        for _ in range(RETRIES):
+            if wait_s is None:
+                break
+            time.sleep(wait_s)
+            status, raw, wait_s = self._send(method, path, data, headers)
+        try:
+            return status, json.loads(raw) if raw else None
+        except ValueError:  # a plain-text error (e.g. "404 page not found" for a group version not served yet)
+            return status, raw.decode(errors="replace")
+
+    def _send(
+        self, method: str, path: str, data: Optional[bytes], headers: Mapping[str, str]
+    ) -> tuple[int, bytes, Optional[float]]:
+        """One request: its status, its body and, where the server asks for the request again later, the seconds to
+        wait first (as client-go's ``checkWait``: a 429 or a 5xx with ``Retry-After``, such as the apiserver's "storage
+        is (re)initializing" while a CustomResourceDefinition changes)."""
         for attempt in (0, 1):
             conn = getattr(self._local, "conn", None)
             if conn is None:
                 conn = self._local.conn = self.connect(timeout_s=60)
             try:
-                conn.request(method, path, body=data, headers=headers)
+                conn.request(method, path, body=data, headers=dict(headers))
                 resp = conn.getresponse()
                 raw = resp.read()
             except (http.client.HTTPException, OSError):
@@ -72,10 +96,9 @@ class Api:
                 if attempt:
                     raise
                 continue  # a kept-alive connection the server closed: once more on a new one
-            try:
-                return resp.status, json.loads(raw) if raw else None
-            except ValueError:  # a plain-text error (e.g. "404 page not found" for a group version not served yet)
-                return resp.status, raw.decode(errors="replace")
+            after = resp.getheader("Retry-After") or ""
+            again = (resp.status == 429 or resp.status >= 500) and after.strip().isdigit()
+            return resp.status, raw, min(float(after), RETRY_AFTER_MAX_S) if again else None
         raise AssertionError("unreachable")
 
     def _discover(self) -> None:
