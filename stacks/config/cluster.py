@@ -236,7 +236,7 @@ class ClusterConfig(Model):
                     f"{v.end_of_extended.isoformat()}); set @{{extendedSupport}}: true to run it (a running cluster "
                     "moves one minor per `pulumi up`, so a step through a minor past standard support needs it "
                     "too), or choose one of "
-                    f"{', '.join(m for m in SUPPORTED_KUBERNETES_VERSIONS if not past_standard_support(m))} for a "
+                    f"{', '.join(m for m in SUPPORTED_KUBERNETES_VERSIONS if in_standard_support(m, today()))} for a "
                     "new cluster (if EKS already upgraded the cluster, set the minor it runs and run `pulumi up "
                     "--refresh`)",
                 )
