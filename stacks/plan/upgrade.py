@@ -165,7 +165,8 @@ def compare(
         data=data_changes(old_plan, new_plan),
         runs=runs,
         jobs_only=new_plan.config.cluster.stack_reference is not None,
-        cluster_replaced=old_plan.config.cluster_name != new_plan.config.cluster_name,
+        cluster_replaced=old_plan.config.cluster_name != new_plan.config.cluster_name
+        and new_plan.config.cluster.stack_reference is None,
     )
 
 
