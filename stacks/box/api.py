@@ -26,6 +26,15 @@ RETRIES = 10
 RETRY_AFTER_MAX_S = 10.0
 
 
+def wait_asked(status: int, retry_after: Optional[str]) -> Optional[float]:
+    """The seconds to wait before sending a request again where the apiserver asks for it (client-go's
+    ``checkWait``: a 429 or a 5xx with ``Retry-After`` in whole seconds), or ``None``."""
+    after = (retry_after or "").strip()
+    if (status == 429 or status >= 500) and after.isdigit():
+        return min(float(after), RETRY_AFTER_MAX_S)
+    return None
+
+
 class BoxError(Exception):
     """The box could not be brought up, or a kubectl call failed (the message says which and why)."""
 
@@ -96,9 +105,7 @@ class Api:
                 if attempt:
                     raise
                 continue  # a kept-alive connection the server closed: once more on a new one
-            after = resp.getheader("Retry-After") or ""
-            again = (resp.status == 429 or resp.status >= 500) and after.strip().isdigit()
-            return resp.status, raw, min(float(after), RETRY_AFTER_MAX_S) if again else None
+            return resp.status, raw, wait_asked(resp.status, resp.getheader("Retry-After"))
         raise AssertionError("unreachable")
 
     def _discover(self) -> None:

@@ -19,7 +19,7 @@ from urllib.parse import quote, urlencode
 
 from typing_extensions import Self
 
-from stacks.box.api import Api, BoxError
+from stacks.box.api import RETRIES, Api, BoxError, wait_asked
 
 
 class Watch:
@@ -42,13 +42,18 @@ class Watch:
         self._thread: Optional[threading.Thread] = None
 
     def __enter__(self) -> Self:
-        conn = self._conn = self.api.connect(timeout_s=None)
-        conn.request("GET", self.path, headers={"Accept": "application/json"})
-        response = conn.getresponse()
-        if response.status != 200:
+        for tries_left in range(RETRIES, -1, -1):
+            conn = self._conn = self.api.connect(timeout_s=None)
+            conn.request("GET", self.path, headers={"Accept": "application/json"})
+            response = conn.getresponse()
+            if response.status == 200:
+                break
             body = response.read().decode(errors="replace")
             conn.close()
-            raise BoxError(f"watch {self.path}: {response.status}: {body}")
+            wait_s = wait_asked(response.status, response.getheader("Retry-After"))
+            if wait_s is None or not tries_left:
+                raise BoxError(f"watch {self.path}: {response.status}: {body}")
+            time.sleep(wait_s)  # the apiserver asks for it again later, as for any request (stacks/box/api.py)
         self._thread = threading.Thread(target=self._read, args=(response,), daemon=True)
         self._thread.start()
         return self

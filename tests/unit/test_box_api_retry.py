@@ -70,3 +70,23 @@ def test_it_gives_up_after_client_gos_ten_retries(_no_sleep: list[float]) -> Non
     conn = _Conn([_Response(429, {"message": "busy"}, "100") for _ in range(api.RETRIES + 2)])
     assert _client(conn).request("GET", "/api/v1/pods") == (429, {"message": "busy"})
     assert conn.sent == api.RETRIES + 1 and _no_sleep == [api.RETRY_AFTER_MAX_S] * api.RETRIES
+
+
+def test_a_watch_opened_while_the_apiserver_asks_to_wait_opens_after_the_wait(_no_sleep: list[float]) -> None:
+    """A watch (stacks/box/watch.py) opens its own connection: it waits as a request does."""
+    from stacks.box import watch
+
+    answers = [_Response(429, {"message": "storage is (re)initializing"}, "1"), _Response(200, {}, None)]
+    opened: list[_Conn] = []
+
+    class _Api:
+        def connect(self, timeout_s: Optional[float]) -> _Conn:
+            opened.append(_Conn(answers))
+            return opened[-1]
+
+    w = watch.Watch.__new__(watch.Watch)  # its constructor resolves the resource on a box: set what __enter__ reads
+    w.api, w.path, w._thread = _Api(), "/api/v1/pods?watch=1", None  # type: ignore[assignment]
+    w._read = lambda response: None  # type: ignore[method-assign]
+    w.__enter__()
+    assert len(opened) == 2 and _no_sleep == [1.0]
+    assert api.wait_asked(429, None) is None and api.wait_asked(503, "3") == 3.0 and api.wait_asked(409, "1") is None
