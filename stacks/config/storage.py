@@ -388,3 +388,9 @@ class StorageConfig(Model):
     def fsx_settings(self) -> FsxConfig:
         """The FSx settings (the defaults when ``fsx`` is not set)."""
         return self.fsx if self.fsx is not None else FsxConfig()
+
+    @property
+    def makes_data_bucket(self) -> bool:
+        """Whether the stack makes the FSx file system's data bucket (no ``dataRepository.s3Path``), which goes when
+        the stack stops making it (components/storage/fsx.py)."""
+        return self.backend == "fsx" and self.fsx_settings.data_repository.bucket is None

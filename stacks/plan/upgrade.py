@@ -263,11 +263,8 @@ def _fsx_bucket_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     bucket the stack made for it goes (components/storage/fsx.py), unless the state says to keep it. The file system
     keeps its files, so the jobs keep their data."""
     a, b = old_plan.config.storage, new_plan.config.storage
-    if not (a.backend == b.backend == "fsx" and a.file_system_id is None and b.file_system_id is None):
-        return []
-    was, now = a.fsx_settings.data_repository, b.fsx_settings.data_repository
-    if was.bucket is not None or now.bucket is None:
-        return []
+    if b.backend != "fsx" or a.file_system_id or b.file_system_id or not a.makes_data_bucket or b.makes_data_bucket:
+        return []  # leaving FSx, or another file system: data_changes names the bucket with the file system
     fate = (
         "storage.retainOnDelete keeps it in AWS"
         if a.retain_on_delete
@@ -275,8 +272,8 @@ def _fsx_bucket_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
         "applied): copy what you need first (aws s3 sync)"
     )
     return [
-        f"{key('storage.fsx.dataRepository.s3Path')} unset -> {now.s3_path}: the file system links to that bucket "
-        f"instead of the one the stack made, and {fate}"
+        f"{key('storage.fsx.dataRepository.s3Path')} unset -> {b.fsx_settings.data_repository.s3_path}: the file "
+        f"system links to that bucket instead of the one the stack made, and {fate}"
     ]
 
 
@@ -513,7 +510,7 @@ def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
     deleted = _deleted(a, bucket=False)
     # where the stack stops making its FSx storage, the data bucket it made (no dataRepository.s3Path) goes too
     # (components/storage/fsx.py); a new FSx file system keeps it
-    gone = _deleted(a, bucket=a.backend == "fsx" and a.fsx_settings.data_repository.bucket is None)
+    gone = _deleted(a, bucket=a.makes_data_bucket)
     found = []
     if old.cluster_name != new.cluster_name:
         # every resource's name starts with clusterName (stacks/environment.py)
