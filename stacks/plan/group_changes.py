@@ -11,7 +11,7 @@ from components.catalog.platform import NODE_UPDATE_STRATEGIES, NodeUpdateStrate
 from components.catalog.timings import CREATION
 from components.nodeplan import roll_minutes
 from stacks.config import key
-from stacks.plan import NodeGroupPlan, Plan
+from stacks.plan import NodeGroupPlan, Plan, jobs_waiting_for
 from stacks.plan.admission import autoscales
 from stacks.plan.job_stops import JobStop, job_stops
 from stacks.plan.nodes import recorded_release
@@ -154,6 +154,38 @@ def outgoing_groups(old_plan: Plan, new_plan: Plan) -> list[OutgoingGroup]:
         nodes = running_nodes(old_plan, was)
         out.append(OutgoingGroup(was, "removed" if now is None else "replaced", nodes, sized_by))
     return out
+
+
+def block_deferred(old_plan: Plan, new_plan: Plan) -> list[tuple[NodeGroupPlan, list[str]]]:
+    """Each group this update puts on a Capacity Block (a new block, or a group that had none) with the running jobs
+    that go with it: until the block starts, `pulumi up` does not create the jobs on it or after them
+    (:func:`stacks.workloads._deferred_jobs`), so it deletes the Jobs it made before. Whether the block has started
+    is known only at `pulumi up`."""
+    old_groups = {g.name: g for g in old_plan.groups.values()}
+    out = []
+    for g in new_plan.groups.values():
+        was = old_groups.get(g.name)
+        if g.capacity_type != "CAPACITY_BLOCK" or (
+            was is not None
+            and was.capacity_type == "CAPACITY_BLOCK"
+            and was.capacity_reservation_id == g.capacity_reservation_id
+        ):
+            continue
+        running = [n for n in jobs_waiting_for(new_plan, {g.name}) if n in old_plan.jobs]
+        if running:
+            out.append((g, running))
+    return out
+
+
+def block_start_notes(deferred: list[tuple[NodeGroupPlan, list[str]]]) -> list[str]:
+    """What the summary says of each group :func:`block_deferred` found."""
+    return [
+        f"{g.path}: Capacity Block {g.capacity_reservation_id} has no nodes until it starts. A `pulumi up` before then "
+        f"does not create the jobs on it (or after them) and deletes their Jobs ({', '.join(jobs)}): a run in "
+        "progress stops, and what the jobs wrote stays on the shared volume. The first `pulumi up` after the block's "
+        "start creates them again"
+        for g, jobs in deferred
+    ]
 
 
 def outgoing_notes(old_plan: Plan, new_plan: Plan) -> list[str]:

@@ -25,6 +25,8 @@ from stacks.plan.flavor_change import flavor_problems
 from stacks.plan.group_changes import (
     GroupChange,
     added_group,
+    block_deferred,
+    block_start_notes,
     deleted_group,
     group_change,
     outgoing_notes,
@@ -35,8 +37,13 @@ from stacks.plan.installs import EKS_DEFAULT, autoscaler_version
 from stacks.plan.job_changes import JobRun, deadline_notes, run_changes, unrecorded_notes
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
+from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S
 from stacks.plan.record import recorded_entry
 from stacks.zones import RegionZones
+
+#: A node group's deletion at the end of an update: EKS drains its nodes for up to DELETE_DRAIN_LIMIT_S, then
+#: terminates them (its termination is not timed).
+GROUP_DELETION_MINUTES = DELETE_DRAIN_LIMIT_S / 60
 
 
 @dataclass(frozen=True)
@@ -67,16 +74,22 @@ class Upgrade:
     runs: tuple[JobRun, ...] = ()
     #: A jobs-only stack: its cluster, minor and node groups are another stack's, which its own summary shows.
     jobs_only: bool = False
+    #: The running jobs a group put on a Capacity Block leaves out until its block starts (:func:`block_deferred`):
+    #: a `pulumi up` before then deletes their Jobs.
+    deferred: tuple[str, ...] = ()
     #: A new ``clusterName``: every resource is made again under it (:func:`data_changes` names what), so no group
     #: rolls and the time is a new stack's.
     cluster_replaced: bool = False
 
     @property
     def minutes(self) -> float:
-        """Expected duration: the control plane, then the add-ons, then the groups (which roll side by side)."""
+        """Expected duration: the control plane, then the add-ons, then the groups (which roll side by side), then the
+        deletion of the groups replaced or removed."""
         total = CONTROL_PLANE_UPGRADE.minutes if (self.running or self.old_minor) != self.new_minor else 0.0
         if self.addons:
             total += CREATION["aws:eks/addon:Addon"].minutes
+        if any(g.action in ("replace", "delete") for g in self.groups):
+            total += GROUP_DELETION_MINUTES  # the old groups go at the end, side by side
         return total + max((g.minutes for g in self.groups), default=0.0)
 
     @property
@@ -137,6 +150,8 @@ def compare(
         deleted_group(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names
     ]
     notes += outgoing_notes(old_plan, new_plan)
+    deferred = block_deferred(old_plan, new_plan)
+    notes += block_start_notes(deferred)
     notes += _kueue_move_notes(new_plan, groups, runs)
     notes += _team_notes(new_plan, groups)
     notes += _held_addon_notes(old_plan, new_plan)
@@ -165,6 +180,7 @@ def compare(
         data=data_changes(old_plan, new_plan),
         runs=runs,
         jobs_only=new_plan.config.cluster.stack_reference is not None,
+        deferred=tuple(n for _, jobs in deferred for n in jobs),
         cluster_replaced=old_plan.config.cluster_name != new_plan.config.cluster_name
         and new_plan.config.cluster.stack_reference is None,
     )

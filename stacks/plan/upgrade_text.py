@@ -6,14 +6,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
-from components.catalog.timings import CONTROL_PLANE_UPGRADE, NODE_ROLL, NODE_SURGE
+from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_ROLL, NODE_SURGE
 from stacks.config import ConfigError
 from stacks.plan import Plan
 from stacks.plan.job_stops import JobStop
 from stacks.plan.minors import unpinned_note
 from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S, NODE_SHUTDOWN_GRACE_S
 from stacks.plan.old_config import plan_old
-from stacks.plan.upgrade import Upgrade, compare
+from stacks.plan.upgrade import GROUP_DELETION_MINUTES, Upgrade, compare
 from stacks.stackfile import (
     StackLoadError,
 )
@@ -21,6 +21,9 @@ from stacks.stackfile import (
 #: What a new minor updates after the control plane, in the order the program's dependencies give
 #: (components/cluster.py: NODE_ADDONS before the node groups, the Pod Identity agent beside them, LATE_ADDONS after
 #: the system group; the CSI driver and CloudWatch's add-on wait for the system group and the agent too).
+_ADDON = CREATION["aws:eks/addon:Addon"]
+_NODE_GROUP = CREATION["aws:eks/nodeGroup:NodeGroup"]
+
 ORDER = (
     "    vpc-cni, kube-proxy and eks-pod-identity-agent (the node groups wait for the first two only)",
     "    the node groups side by side, the other add-ons after the system group",
@@ -79,12 +82,16 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
         "countsSurge": u.counts_surge,
         "durations": {
             "controlPlane": {"minutes": CONTROL_PLANE_UPGRADE.minutes, "estimate": CONTROL_PLANE_UPGRADE.estimate},
+            "addon": {"minutes": _ADDON.minutes, "estimate": _ADDON.estimate},
+            "nodeGroup": {"minutes": _NODE_GROUP.minutes, "estimate": _NODE_GROUP.estimate},
             "nodeRoll": {"minutes": NODE_ROLL.minutes, "estimate": NODE_ROLL.estimate},
+            "groupDeletion": {"minutes": GROUP_DELETION_MINUTES, "estimate": "EKS drains a deleted group's nodes"},
             "nodeSurge": {"minutes": NODE_SURGE.minutes, "estimate": NODE_SURGE.estimate},
             "source": "components/catalog/timings.py",
         },
         "notes": list(u.notes),
         "jobsOnly": u.jobs_only,
+        "blockDeferred": list(u.deferred),
     }
 
 
@@ -184,7 +191,13 @@ def render_upgrade(r: dict[str, Any]) -> str:
         "it again, which this comparison cannot see; the preview shows it"
         for n in r.get("unseenJobs", ())
     )
-    if not r["jobs"] and not r["data"] and not r.get("unseenJobs"):
+    unchanged = not r["jobs"] and not r["data"] and not r.get("unseenJobs")
+    if r.get("blockDeferred"):
+        lines.append(
+            f"  jobs: {', '.join(r['blockDeferred'])}: deleted while their Capacity Block has not started (a note says "
+            "why), created again after its start" + (", in the runs they had" if unchanged else "")
+        )
+    elif unchanged:
         lines.append("  jobs: none restarts or starts a new run" + _only_file(r))
     if not r.get("jobsOnly"):
         lines.append(_duration_line(r))
@@ -273,6 +286,31 @@ def _clauses(text: str) -> list[str]:
     return [*out, text[start:]]
 
 
+def _timed_steps(r: dict[str, Any], timed: list[dict[str, Any]]) -> list[str]:
+    """The steps the expected duration adds up, in their order: the control plane's update, the add-ons', the slowest
+    group's change (a roll at its minutes a node, or a new group's creation), then a replaced or removed group's
+    deletion."""
+    k, d = r["kubernetesVersion"], r["durations"]
+    steps = (
+        [f"the control plane ({d['controlPlane']['minutes']:g} min)"]
+        if k["from"] != k["to"] or k.get("running")
+        else []
+    )
+    steps += [f"the add-ons ({d['addon']['minutes']:g} min)"] if r["addons"] else []
+    slowest = max(timed, key=lambda g: g["minutes"], default=None)
+    if slowest is not None and slowest["action"] == "roll":
+        steps.append(f"the slowest group's roll at {d['nodeRoll']['minutes']:g} min a node")
+    elif slowest is not None and slowest["minutes"]:
+        steps.append(f"a new group's creation ({d['nodeGroup']['minutes']:g} min)")
+    going = sum(g["action"] in ("replace", "delete") for g in timed)
+    if going:
+        whose = (
+            "the old group's deletion at the end (its" if going == 1 else "the old groups' deletion at the end (their"
+        )
+        steps.append(f"{whose} nodes drain, up to {d['groupDeletion']['minutes']:g} min)")
+    return steps
+
+
 def _duration_line(r: dict[str, Any]) -> str:
     """The expected duration, or why there is none."""
     if r["clusterReplaced"]:
@@ -295,8 +333,7 @@ def _duration_line(r: dict[str, Any]) -> str:
         return "\n".join(
             [
                 f"  expected duration: about {r['expectedMinutes']:g} min, a model ({r['durations']['source']}):",
-                "    the control plane, the add-ons, then the slowest group at "
-                f"{r['durations']['nodeRoll']['minutes']:g} min a node",
+                *([f"    {', then '.join(steps)}"] if (steps := _timed_steps(r, timed)) else []),
                 *([f"    counted: {', '.join(counted)}"] if counted else []),
             ]
         )

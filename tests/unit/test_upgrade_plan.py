@@ -107,7 +107,10 @@ def test_one_minor_up_rolls_every_group_and_names_the_jobs_it_stops() -> None:
     assert u.minutes == 10.0 + 1.0 + 4.0 + 3 * 20.0
     assert "  systemNodeGroup rolls: Kubernetes 1.35 -> 1.36 " in (text := render_upgrade(upgrade_report(u)))
     assert "\n    up to 3 node(s), updateStrategy" in text and "\n    up to 2 node(s), updateStrategy" in text, text
-    assert "group at 20 min a node\n    counted: an autoscaled group at its maxSize, 4 min more" in text, text
+    assert (
+        "the control plane (10 min), then the add-ons (1 min), then the slowest group's roll at 20 min a node\n"
+        "    counted: an autoscaled group at its maxSize, 4 min more"
+    ) in text, text
 
 
 def test_the_efs_csi_driver_moving_says_the_mounts_may_stall() -> None:
@@ -1980,10 +1983,18 @@ def test_a_replaced_group_counts_its_old_nodes_in_the_quota_both_groups_need() -
     assert needs[("Standard", "On-Demand")] == quota_needs(new)[("Standard", "On-Demand")]
 
 
+def _one_node_without_autoscaler(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``cfg`` (p4d's) with no cluster autoscaler and its gpu group kept at 1 node, so its training job on 1 node."""
+    cfg[P + "autoscaler"] = {"enabled": False}
+    cfg[P + "nodeGroups"]["gpu"]["desiredSize"] = 1
+    cfg[P + "jobs"]["train"]["nodes"] = 1
+    return cfg
+
+
 def test_without_the_autoscaler_the_old_group_counts_its_desired_size() -> None:
     """Pulumi keeps a group at its desiredSize unless the cluster autoscaler owns it: 1 p4d node, not maxSize's 2."""
     off = {P + "autoscaler": {"enabled": False}}
-    old = plan_of("p4d", {**_gpu("p4d", topology=False, desiredSize=1), **off})
+    old = plan_of("p4d", _one_node_without_autoscaler(_gpu("p4d", topology=False)))
     new = plan_of("p4d", {**_gpu("p4d", topology=False, instanceTypes=["p5.48xlarge"]), **off})
     (_, outgoing) = quota_needs(new, old)[("P", "On-Demand")]
     assert outgoing.vcpus == 96 and outgoing.how.endswith("= 96 (its desiredSize, which Pulumi keeps it at)")
@@ -2019,7 +2030,7 @@ def test_the_summary_says_the_old_group_runs_beside_the_new_one_until_the_end() 
     ) in render_upgrade(upgrade_report(u)).splitlines()
     off = {P + "autoscaler": {"enabled": False}}
     (note,) = compare(
-        plan_of("p4d", {**_gpu("p4d", topology=False, desiredSize=1), **off}),
+        plan_of("p4d", _one_node_without_autoscaler(_gpu("p4d", topology=False))),
         plan_of("p4d", {**_gpu("p4d", topology=False, instanceTypes=["p5.48xlarge"]), **off}),
     ).notes
     assert note.startswith(
@@ -2194,13 +2205,14 @@ def test_a_benchmark_experiment_whose_run_moves_says_the_benchmarks_run() -> Non
 
 
 def test_a_group_that_goes_keeps_the_modelled_duration_line() -> None:
-    """A removed group takes no modelled minutes, but it is a node group update: the duration line is the model's,
-    not the line for an update of jobs only."""
+    """A removed group takes its deletion's drain (EKS's limit), a node group update: the duration line is the
+    model's, not the line for an update of jobs only."""
     old_cfg = preset("dev")
     old_cfg[P + "nodeGroups"]["extra"] = {**old_cfg[P + "nodeGroups"]["cpu"]}
     text = render_upgrade(upgrade_report(compare(plan_of("dev", old_cfg), plan_of("dev", preset("dev")))))
     assert "  nodeGroups.extra goes: removed from the stack file" in text
-    assert "  expected duration: about 0 min, a model" in text
+    assert "  expected duration: about 5 min, a model" in text
+    assert "\n    the old group's deletion at the end (its nodes drain, up to 5 min)\n" in text, text
 
 
 @pytest.mark.parametrize("own", [False, True])
@@ -2322,6 +2334,31 @@ def test_a_capacity_block_groups_roll_waits_for_0_nodes_whatever_rolls_it() -> N
     on_demand = preset("p5")
     on_demand[P + "nodeGroups"]["gpu"]["diskSizeGib"] = 600
     assert not any("Capacity Block" in n for n in compare(plan_of("p5", preset("p5")), plan_of("p5", on_demand)).notes)
+
+
+def test_a_group_put_on_a_capacity_block_says_its_running_jobs_are_deleted_until_the_block_starts() -> None:
+    """A `pulumi up` before the block starts leaves out the jobs on the group and after them
+    (stacks.workloads._deferred_jobs), so Pulumi deletes the Jobs it made: the summary names them. A new block's id
+    says it too; a group that stays on the same block does not."""
+    says = (
+        "nodeGroups.gpu: Capacity Block cr-0123456789abcdef0 has no nodes until it starts. A `pulumi up` before then "
+        "does not create the jobs on it (or after them) and deletes their Jobs (train, evaluate)"
+    )
+    onto = compare(plan_of("p5", preset("p5")), plan_of("p5", _block(preset("p5"))))
+    assert any(n.startswith(says) for n in onto.notes), onto.notes
+    text = render_upgrade(upgrade_report(onto)).splitlines()
+    assert (
+        "  jobs: train, evaluate: deleted while their Capacity Block has not started (a note says why), created again "
+        "after its start, in the runs they had"
+    ) in text and "  jobs: none restarts or starts a new run" not in text, text
+    other = _block(preset("p5"))
+    other[P + "nodeGroups"]["gpu"]["capacityReservationId"] = "cr-0fedcba9876543210"
+    new_block = compare(plan_of("p5", other), plan_of("p5", _block(preset("p5"))))
+    assert any(n.startswith(says) for n in new_block.notes), new_block.notes
+    bigger = _block(preset("p5"))
+    bigger[P + "nodeGroups"]["gpu"]["diskSizeGib"] = 600
+    same = compare(plan_of("p5", _block(preset("p5"))), plan_of("p5", bigger))
+    assert not any("has no nodes until it starts" in n for n in same.notes), same.notes
 
 
 def test_a_pinned_capacity_block_groups_template_change_is_refused_for_when_it_applies() -> None:
