@@ -265,6 +265,18 @@ class HealthCheckConfig(Model):
     timeout_minutes: int = Field(default=DEFAULT_CHECK_TIMEOUT_MINUTES, ge=5, le=1440)
     """How long the check may take."""
 
+    @model_validator(mode="after")
+    def _read_only_when_enabled(self) -> "HealthCheckConfig":
+        if not self.enabled:
+            check(
+                [
+                    (alias, "tunes the health check, which enabled: false turns off; remove it, or set enabled: true")
+                    for field, alias in _CHECK_SETTINGS.items()
+                    if field in self.model_fields_set
+                ]
+            )
+        return self
+
     @field_validator("max_bytes")
     @classmethod
     def _message_size(cls, v: Optional[int]) -> Optional[int]:
@@ -281,6 +293,15 @@ class HealthCheckConfig(Model):
         if v & (v - 1):
             raise ValueError(f"{v} is not a power of two (e.g. 1073741824)")
         return v
+
+
+#: The health check's settings besides ``enabled``, by field, with their keys.
+_CHECK_SETTINGS = {
+    "enforce": "enforce",
+    "min_bus_bandwidth_gbytes_per_s": "minBusBandwidthGBps",
+    "max_bytes": "maxBytes",
+    "timeout_minutes": "timeoutMinutes",
+}
 
 
 #: Words YAML 1.1 read as booleans (https://yaml.org/type/bool.html) that a YAML 1.2 reader, or quotes, keep as text.

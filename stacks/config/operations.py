@@ -76,7 +76,7 @@ def has_gpu_groups(groups: Mapping[str, NodeGroupConfig], catalog: Catalog) -> b
 
 def operations_problems(ops: OperationsConfig, gpu: bool) -> list[str]:
     """What the section asks that the stack cannot do: a dashboard or an alarm without the metrics they read, an
-    idle-GPU alarm without GPU groups, an e-mail without an alarm to send."""
+    idle-GPU alarm without GPU groups, an e-mail or an alarm's settings without an alarm to read them."""
     problems = []
     metrics = ops.metrics_enabled(gpu)
     needs = (
@@ -101,9 +101,13 @@ def operations_problems(ops: OperationsConfig, gpu: bool) -> list[str]:
             f"Insights add-on publishes and this stack does not install; {needs}"
         )
     alarms = (alarm if alarm is not None else metrics) and gpu
+    off = "the idle-GPU alarm is off: it needs GPU groups and operations.metrics, and enabled not false"
     if ops.alarm_email is not None and not alarms:
-        problems.append(
-            f"{key('operations.alarmEmail')}: no alarm would send to it (the idle-GPU alarm is off: it "
-            "needs GPU groups and operations.metrics); remove it"
-        )
+        problems.append(f"{key('operations.alarmEmail')}: no alarm would send to it ({off}); remove it")
+    if not alarms and alarm is not True:  # an alarm asked for and impossible is the one problem above
+        problems += [
+            f"{key(f'operations.idleGpuAlarm.{name}')}: not read ({off}); remove it"
+            for field, name in (("minutes", "minutes"), ("utilization_percent", "utilizationPercent"))
+            if field in ops.idle_gpu_alarm.model_fields_set
+        ]
     return problems

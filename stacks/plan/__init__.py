@@ -32,6 +32,7 @@ from stacks.plan.admission import (
     admission_plan,
     beyond_own_queue,
     beyond_team_stages,
+    beyond_unscaled_groups,
     idle_teams,
     never_admitted,
     with_topology,
@@ -316,6 +317,7 @@ def _checked_admission(plan: Plan) -> AdmissionPlan:
     """The plan's Kueue admission; a :class:`ConfigError` when a job or a team's jobs could never be admitted."""
     admission = with_topology(plan, admission_plan(plan))
     problems = never_admitted(plan, admission) + idle_teams(admission) + beyond_team_stages(plan)
+    problems += beyond_unscaled_groups(plan)
     problems += beyond_own_queue(plan, admission)
     if problems:
         raise ConfigError(problems)

@@ -211,6 +211,34 @@ def never_admitted(plan: Plan, admission: AdmissionPlan) -> list[str]:
     return problems
 
 
+def beyond_unscaled_groups(plan: Plan) -> list[str]:
+    """Jobs with more pods than their group's nodes where nothing scales the group (the autoscaler off, or not
+    installed on a stack without worker groups): one pod takes a whole node, so the rest would wait for ever. A
+    Capacity Block group is left out: its block's start sets its size."""
+    if plan.config.cluster.stack_reference is not None:
+        return []
+    problems = []
+    for name, job in plan.jobs.items():
+        g = job.group
+        if autoscales(plan, g) or g.capacity_type == "CAPACITY_BLOCK" or job.nodes <= g.desired_size:
+            continue
+        why, fix = (
+            (f"with {key('autoscaler.enabled')} false nothing adds nodes to it", "or turn the autoscaler on")
+            if not plan.config.autoscaler.enabled
+            else (
+                "a stack without worker groups runs no cluster autoscaler",
+                "or add a worker group (the cluster autoscaler then runs)",
+            )
+        )
+        problems.append(
+            f"{key(f'jobs.{name}.nodes')}: {job.nodes} pods, one per node, on {g.path}, which keeps its "
+            f"{key(g.path + '.desiredSize')} ({g.desired_size}) nodes: {why}, so {job.nodes - g.desired_size} of "
+            f"its pods would never get a node and the job would never finish; raise desiredSize (at most maxSize, "
+            f"{g.max_size}), lower nodes, {fix}"
+        )
+    return problems
+
+
 def beyond_team_stages(plan: Plan) -> list[str]:
     """A jobs-only stack's jobs use the priority classes the cluster stack made, stages 0..TEAM_STAGES-1: a job that
     waits through more levels of ``after`` names a class that does not exist, and Kueue creates no Workload for it

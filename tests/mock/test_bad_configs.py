@@ -984,6 +984,24 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:storage.performanceMode: maxIO does not support Elastic throughput"],
     ),
     (
+        "more pods than nodes with the autoscaler off",
+        both(setk("autoscaler", {"enabled": False}), group(desiredSize=0), job(nodeGroup="gpu", nodes=2)),
+        [
+            "eks-training:jobs.train.nodes: 2 pods, one per node, on nodeGroups.gpu, which keeps its "
+            "eks-training:nodeGroups.gpu.desiredSize (0) nodes: with eks-training:autoscaler.enabled false nothing "
+            "adds nodes to it, so 2 of its pods would never get a node and the job would never finish; raise "
+            "desiredSize (at most maxSize, 2), lower nodes, or turn the autoscaler on"
+        ],
+    ),
+    (
+        "health check tuned while off",
+        job(healthCheck={"enabled": False, "enforce": True, "timeoutMinutes": 30}),
+        [
+            "eks-training:jobs.train.healthCheck.enforce: tunes the health check, which enabled: false turns off",
+            "eks-training:jobs.train.healthCheck.timeoutMinutes: tunes the health check",
+        ],
+    ),
+    (
         "health check size not a power of two",
         job(healthCheck={"maxBytes": 3000000}),
         ["eks-training:jobs.train.healthCheck.maxBytes: 3000000 is not a power of two"],
@@ -1347,6 +1365,16 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "application signals not a boolean",
         both(group(), setk("operations", {"applicationSignals": "sometimes"})),
         ["eks-training:operations.applicationSignals"],
+    ),
+    (
+        "idle alarm tuned while off",
+        both(group(), setk("operations", {"idleGpuAlarm": {"enabled": False, "minutes": 60}})),
+        ["eks-training:operations.idleGpuAlarm.minutes: not read (the idle-GPU alarm is off"],
+    ),
+    (
+        "idle alarm tuned without metrics",
+        both(group(), setk("operations", {"metrics": False, "idleGpuAlarm": {"utilizationPercent": 5}})),
+        ["eks-training:operations.idleGpuAlarm.utilizationPercent: not read (the idle-GPU alarm is off"],
     ),
     (
         "alarm e-mail without an alarm",

@@ -8,6 +8,7 @@ program under ``pulumi up`` (mocks), by ``python -m stacks.plan`` and by ``pytho
 or from the project's ``Pulumi.yaml``.
 """
 
+import copy
 import re
 import typing
 from contextlib import redirect_stderr, redirect_stdout
@@ -22,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from stacks.config.base import RESERVED_NAMESPACES
 from stacks.config.jobs import relative_path_problem, volume_path_problem
 from stacks.config.loader import ENTRIES, SECTIONS, _Parser
-from stacks.config.tree import section_keys
+from stacks.config.tree import ENTRY, model_tables, section_keys
 from stacks.docs import configuration_reference
 from stacks.docs.config_reference import section_entry
 from stacks.local.cli import main as local_main
@@ -388,3 +389,59 @@ def test_every_key_of_a_section_written_on_top_is_named_where_it_belongs() -> No
         assert f"eks-training:{path}" in problem or len(elsewhere) > 3, problem
         checked += 1
     assert checked > 100
+
+
+# --- a switch turned off, with its settings still written ---------------------------------------------------------
+
+#: The entry each map section's switches are written under in the stack of ``_project``.
+_ENTRY_OF = {"jobs": "train", "nodeGroups": "cpu"}
+
+
+def _switched_settings() -> list[tuple[str, str, Any]]:
+    """(path, key, value) of every setting beside an ``enabled`` switch: a value of its own the model takes."""
+    roots = [(s, kind) for s, kind in SECTIONS.items() if isinstance(kind, type) and issubclass(kind, BaseModel)]
+    roots += [(f"{s}.{ENTRY}", entry) for s, entry in ENTRIES.items()]
+    found = []
+    for root, model in roots:
+        for path, m in model_tables(root, model):
+            if "enabled" not in m.model_fields:
+                continue
+            for name, field in m.model_fields.items():
+                if name == "enabled":
+                    continue
+                key = field.alias or name
+                value = next(v for v in (field.default, 1, 1 << 20) if v is not None and _takes(m, key, v))
+                found.append((path, key, value))
+    return found
+
+
+def _takes(model: type[BaseModel], key: str, value: Any) -> bool:
+    try:
+        model.model_validate({key: value})
+    except ValidationError:
+        return False
+    return True
+
+
+def test_the_walk_finds_the_switched_settings() -> None:
+    """The control: today's switches with settings are found, so the check below covers one added later."""
+    found = {(p, k) for p, k, _ in _switched_settings()}
+    assert {
+        ("jobs.<name>.healthCheck", "enforce"),
+        ("nodeGroups.<name>.nodeRepair", "maxParallelNodes"),
+        ("operations.idleGpuAlarm", "minutes"),
+    } <= found, found
+
+
+@pytest.mark.parametrize("path,key,value", [pytest.param(p, k, v, id=f"{p}.{k}") for p, k, v in _switched_settings()])
+def test_a_setting_under_a_switch_turned_off_is_reported(tmp_path: Path, path: str, key: str, value: Any) -> None:
+    """``enabled: false`` beside a setting: nothing reads the setting, so it is refused naming it, never ignored."""
+    config: dict[str, Any] = copy.deepcopy({"eks-training:jobs": JOBS, "eks-training:nodeGroups": GROUPS})
+    section = path.split(".")[0]
+    written = path.replace(ENTRY, _ENTRY_OF.get(section, ENTRY))
+    node = config.setdefault(f"eks-training:{section}", {})
+    for part in written.split(".")[1:]:
+        node = node.setdefault(part, {})
+    node.update({"enabled": False, key: value})
+    problems = _plan_problems(tmp_path, config)
+    assert any(p.startswith(f"eks-training:{written}.{key}: ") for p in problems), problems
