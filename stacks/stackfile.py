@@ -2,6 +2,7 @@
 checks only the top-level keys Pulumi would ignore."""
 
 import difflib
+import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
@@ -74,18 +75,23 @@ STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "
 SECRET_SETTINGS = tuple(f"aws:{k}" for k in (*STATIC_KEYS, WEB_IDENTITY_KEY))
 
 
+#: YAML 1.1 tags a plain scalar is never read as here: dates stay strings; `=` ("value") has no constructor in a safe
+#: loader, and a plain `=` is a string in YAML 1.2.
+_NOT_RESOLVED = ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value")
+
+
 class _StackFileLoader(LOADER):
     """A stack file as Pulumi reads it (Go's gopkg.in/yaml.v3, YAML 1.2): only true/false are booleans (YAML 1.1's
     yes/no/on/off and dates stay strings, so ``waitForCompletion: yes`` is the string the program refuses, here as
-    under ``pulumi up``), and a key given twice in one mapping is an error, not a silent override
+    under ``pulumi up``); numbers as the program receives them (:func:`_number`); and a key
+    given twice in one mapping is an error, not a silent override
     (https://yaml.org/spec/1.2.2/#1032-tag-resolution, https://yaml.org/spec/1.2.2/#mapping: keys are unique)."""
 
     yaml_implicit_resolvers = {
         first: [
             (tag, regexp)
             for tag, regexp in resolvers
-            # YAML 1.1's `=` ("value") has no constructor in a safe loader: a plain `=` is a string in YAML 1.2
-            if tag not in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value")
+            if tag not in (*(f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float")), *_NOT_RESOLVED)
         ]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
@@ -129,6 +135,58 @@ def _unique_keys(node: yaml.MappingNode) -> None:
 _StackFileLoader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
+#: A plain scalar that may be a number to yaml.v3: it starts with a sign, a digit or a dot (its ``resolveTable``).
+_NUMBER_LIKE = re.compile(r"^[-+0-9.][-+0-9A-Za-z_.]*$")
+#: Go's integer syntax for ``strconv.ParseInt(s, 0, 64)`` once yaml.v3 dropped the ``_``: a prefix's base, else a
+#: leading zero's octal (YAML 1.1's, which yaml.v3 keeps), else decimal.
+_GO_INT = re.compile(r"([-+]?)(0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|0[0-7]*|[1-9][0-9]*)")
+#: yaml.v3's ``yamlStyleFloat``; a scalar starting with a dot is read with ``strconv.ParseFloat`` alone.
+_YAML_STYLE_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_PREFIX_BASES = {"0x": 16, "0b": 2, "0o": 8}
+_DOT_FLOAT = re.compile(r"\.[0-9]+(?:[eE][-+]?[0-9]+)?")
+#: The largest float Go's encoding/json writes without an exponent (``floatEncoder``: 'f' below 1e21).
+_JSON_PLAIN_FLOAT_LIMIT = 1e21
+
+
+def _number(loader: yaml.BaseLoader, node: yaml.ScalarNode) -> Any:
+    """A plain scalar that starts like a number, as the program receives it under ``pulumi up``: yaml.v3's
+    ``resolve()`` reads it (go-yaml/yaml v3 resolve.go: ``ParseInt(s, 0, 64)`` without the ``_``, then
+    ``yamlStyleFloat``), and Pulumi passes the value on as JSON, where a whole float below 1e21 is written without a
+    fraction, so the program reads an int (``1e3`` and ``1.0`` are 1000 and 1). What yaml.v3 keeps as text stays text
+    (``1:30``, YAML 1.1's base 60), and so do infinities and NaN, which Pulumi cannot pass as JSON."""
+    text = str(loader.construct_scalar(node))
+    if text.startswith("."):
+        return _passed(text, float(text)) if _DOT_FLOAT.fullmatch(text) else text
+    plain = text.replace("_", "")
+    m = _GO_INT.fullmatch(plain)
+    if m is not None:
+        sign, digits = m.groups()
+        prefix = digits[:2].lower()
+        if prefix in _PREFIX_BASES:
+            value = int(digits[2:], _PREFIX_BASES[prefix])
+        else:
+            value = int(digits, 8 if digits.startswith("0") else 10)
+        value = -value if sign == "-" else value
+        if -(1 << 63) <= value < (1 << 64):  # ParseInt's range, else ParseUint's
+            return value
+    if _YAML_STYLE_FLOAT.fullmatch(plain):
+        return _passed(text, float(plain))
+    return text
+
+
+def _passed(text: str, value: float) -> Any:
+    """A float as the program receives it through Pulumi's JSON: a whole one below 1e21 as an int; one out of a
+    float64's range stays ``text`` (Go's ``ParseFloat`` fails, so yaml.v3 keeps the text)."""
+    if not math.isfinite(value):
+        return text
+    if value.is_integer() and abs(value) < _JSON_PLAIN_FLOAT_LIMIT:
+        return int(value)
+    return value
+
+
+_NUMBER_TAG = "tag:eks-training,2026:number"
+_StackFileLoader.add_implicit_resolver(_NUMBER_TAG, _NUMBER_LIKE, list("-+0123456789."))
+_StackFileLoader.add_constructor(_NUMBER_TAG, _number)
 
 
 def stray_top_level_keys(project_dir: Path, stack: str, settings: Mapping[str, Any]) -> list[str]:
@@ -193,7 +251,7 @@ def project_config(project_file: Path) -> dict[str, Any]:
     (a plain value is either, https://www.pulumi.com/docs/iac/concepts/config/#project-level-configuration)."""
     try:
         text = project_file.read_text()
-        data = load_yaml(text) or {}
+        data = load_stack_yaml(text) or {}  # Pulumi reads Pulumi.yaml with yaml.v3 too
     except FileNotFoundError:
         return {}
     except OSError as exc:

@@ -85,6 +85,41 @@ def test_the_reader_keeps_yaml_1_2_values() -> None:
     assert data == {"a": True, "b": False, "c": 2, "d": "yes", "e": "on", "f": "2024-01-01", "g": 1.5, "h": "="}
 
 
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("1:30", "1:30"),  # YAML 1.1's base 60 (90 in PyYAML's safe loader) is text to yaml.v3
+        ("1:30.5", "1:30.5"),
+        ("0o10", 8),  # YAML 1.2's octal (text in PyYAML's)
+        ("0O10", 8),  # Go reads a prefix in either case
+        ("0X1F", 31),
+        ("0b101", 5),
+        ("010", 8),  # 1.1's leading-zero octal, which yaml.v3 keeps (ParseInt with base 0)
+        ("09", 9),  # no octal, so yamlStyleFloat's 9.0, passed as JSON's 9
+        ("1_000", 1000),
+        ("-3", -3),
+        ("1e3", 1000),  # an exponent without a dot or a sign (text in PyYAML's), a whole float: an int in JSON
+        ("1.0", 1),
+        ("1.30", 1.3),
+        (".5", 0.5),
+        ("1e21", 1e21),  # Go's JSON writes it with an exponent: a float still
+        ("1e999", "1e999"),  # beyond a float64: ParseFloat fails, the text stays
+        (".inf", ".inf"),  # yaml.v3's infinity, which Pulumi cannot pass as JSON: the models refuse the text
+        (".nan", ".nan"),
+        ("0x_", "0x_"),
+        ("v1", "v1"),
+        ("1.2.3", "1.2.3"),
+    ],
+)
+def test_numbers_read_as_the_program_receives_them(text: str, value: object) -> None:
+    """Pulumi reads a stack file with Go's gopkg.in/yaml.v3, whose resolve() reads numbers with Go's strconv
+    (resolve.go: ParseInt(s, 0, 64) without the underscores, then yamlStyleFloat), and passes each value to the
+    program as JSON (encoding/json writes a whole float below 1e21 without a fraction): the tools read each as the
+    program receives it, so `plan` never accepts a value `pulumi up` refuses, or the other way round."""
+    read = load_stack_yaml(f"a: {text}\n")["a"]
+    assert read == value and type(read) is type(value), read
+
+
 def test_a_merge_key_gives_its_mapping_defaults() -> None:
     """YAML's merge key, which Go's yaml.v3 reads too: the anchored mapping's keys, the mapping's own over them (not a
     key given twice)."""
