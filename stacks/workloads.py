@@ -96,7 +96,7 @@ class JobTarget:
     cluster_name: pulumi.Output[str]
     """The EKS cluster (the jobs' Pod Identity associations)."""
     waiting_groups: set[str] = field(default_factory=set)
-    """Node groups whose Capacity Block has not started."""
+    """Node groups whose Capacity Block is not active (not started yet, or ended)."""
     workload_opts: Optional[pulumi.ResourceOptions] = None
     """The options of objects whose pods resolve names (jobs, staging, health checks, etcd, TensorBoard): the cluster
     stack's :attr:`~stacks.environment.Environment.workload_opts`; ``None``: :attr:`k8s_opts` (a jobs-only stack's
@@ -187,10 +187,14 @@ def build_jobs(target: JobTarget) -> Workloads:
         if job.name in deferred:
             continue
         out.jobs[job.name] = _job(target, plan, job, out, namespace, target.pvc_name)
-    if (
-        plan.config.benchmark is not None and target.env is not None
-    ):  # a jobs-only stack has no benchmark (config rules)
-        out.collector = build_collector(target.env, out.jobs, out.image_uris, namespace)
+    if plan.config.benchmark is not None and target.env is not None:  # a jobs-only stack has none (config rules)
+        if any(e.name in deferred for e in plan.experiments):
+            pulumi.log.warn(
+                "the benchmark's collector waits for every experiment, and some wait for their Capacity Block: it is "
+                "created with them, by the first `pulumi up` after the block's start"
+            )
+        else:
+            out.collector = build_collector(target.env, out.jobs, out.image_uris, namespace)
     out.tensorboard = _tensorboard(target, namespace, toolbox, pod_opts) if toolbox is not None else None
     return out
 
@@ -289,14 +293,14 @@ def _staging(
 
 
 def _deferred_jobs(plan: Plan, waiting: set[str]) -> list[str]:
-    """The jobs not created now, on groups whose Capacity Block has not started (or after such jobs), with a warning."""
+    """The jobs not created now, on groups whose Capacity Block is not active (or after such jobs), with a warning."""
     deferred = jobs_waiting_for(plan, waiting)
     if deferred:
         pulumi.log.warn(
             f"jobs {', '.join(deferred)} run on {', '.join(sorted(plan.groups[g].path for g in waiting))} (or after "
-            "jobs that do), whose Capacity Block has not started: the group has no nodes until then, so they are not "
-            "created now (their health checks and deadlines would run out); the environment, images and datasets are "
-            "ready, and the first `pulumi up` after the block's start creates them"
+            "jobs that do), whose Capacity Block has not started (or has ended): the group has no nodes, so they are "
+            "not created now (their health checks and deadlines would run out); the environment, images and datasets "
+            "are ready, and the first `pulumi up` while a block of the group is active creates them"
         )
     return deferred
 

@@ -592,6 +592,24 @@ def test_jobs_on_a_scheduled_block_are_left_for_the_first_pulumi_up_after_the_st
     assert set(harness.resolve(active.outputs["jobs"])) == {"train", "evaluate"}
 
 
+def test_a_benchmark_on_a_scheduled_block_leaves_its_collector_for_the_experiments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The collector reads every experiment's Job: while the experiments wait for their block it waits too, with a
+    warning, and the program does not fail; once the block is active it is created with them."""
+    from tests import harness
+
+    cfg = _with_group(
+        "benchmark", capacityType="CAPACITY_BLOCK", capacityReservationId=CB, availabilityZone="us-east-1a"
+    )
+    held = run_program("benchmark", config=cfg)
+    assert held.error is None and "benchmark" not in harness.resolve(held.outputs), held.error
+    assert any(w.startswith("the benchmark's collector waits for every experiment") for w in held.warnings)
+    monkeypatch.setitem(harness.CAPACITY_BLOCKS, CB, {**harness.SCHEDULED_BLOCK, "state": "active"})
+    active = run_program("benchmark", config=cfg)
+    assert "benchmark" in harness.resolve(active.outputs), sorted(harness.resolve(active.outputs))
+
+
 def test_the_rehearsal_reads_the_warning_that_jobs_wait_for_the_block() -> None:
     """The evaluation ``python -m stacks rehearse`` runs (stacks.mocked) keeps the program's warnings, which its report
     prints: the jobs on a block that has not started are named there, not left out without a word."""
