@@ -12,6 +12,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, TypeVar
 
+import pulumi
 from typing_extensions import NotRequired, Required, is_typeddict
 
 from components.catalog.platform import SUPPORTED_KUBERNETES_VERSIONS
@@ -46,6 +47,7 @@ def key_problems(spec: Any, value: Any, path: str) -> list[str]:
             found.append(f"{path}.{k}: not a key of {spec.__name__}; {hint}")
             continue
         found += value_problem(k, v, f"{path}.{k}")
+        found += type_problem(fields[k], v, f"{path}.{k}")
         inner = _unwrap(fields[k])
         if is_typeddict(inner):
             found += key_problems(inner, v, f"{path}.{k}")
@@ -57,6 +59,57 @@ def key_problems(spec: Any, value: Any, path: str) -> list[str]:
         f"{path}.{k}: missing; {spec.__name__} requires it (docs/reference/components.md lists each key)"
         for k in sorted(spec.__required_keys__ - set(value))
     ]
+
+
+#: The plain types a field may name, each as a message calls it (``bool`` before ``int``: a bool is an int).
+_PLAIN = {str: "a string", bool: "true or false", int: "a whole number", float: "a number"}
+_PLURAL = {str: "strings", bool: "booleans", int: "whole numbers", float: "numbers"}
+
+
+def _plain(hint: Any) -> bool:
+    """Whether ``hint`` takes only plain values: a str, int, float or bool, or a list or mapping of them (not an
+    ``Input``, which may be an Output)."""
+    if hint in _PLAIN:
+        return True
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (list, Sequence):
+        return len(args) == 1 and args[0] in _PLAIN
+    if origin in (dict, Mapping):
+        return len(args) == 2 and args[0] in _PLAIN and args[1] in _PLAIN
+    return False
+
+
+def _scalar_problem(hint: Any, value: Any, path: str) -> list[str]:
+    if isinstance(value, pulumi.Output):
+        return [
+            f"{path}: an Output, where a plain value is needed (it is read when the program runs, before any resource "
+            "exists: a name, a size, a switch); pass the value itself"
+        ]
+    if hint is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return []
+    if isinstance(value, hint) and not (hint is int and isinstance(value, bool)):
+        return []
+    return [f"{path}: {value!r} is not {_PLAIN[hint]}; pass {_PLAIN[hint]}"]
+
+
+def type_problem(annotation: Any, value: Any, path: str) -> list[str]:
+    """A value of a plain-typed field (:func:`_plain`) that is an Output, or not of the field's type (``"1.36"`` for
+    a string, a string where a list of strings belongs). ``None`` is left to the component (an optional field)."""
+    hint = _unwrap(annotation)
+    if value is None or not _plain(hint):
+        return []
+    if hint in _PLAIN:
+        return _scalar_problem(hint, value, path)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (list, Sequence):
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+            kind = "an Output" if isinstance(value, pulumi.Output) else repr(value)
+            return [f"{path}: {kind} is not a list; pass a list of {_PLURAL[args[0]]}"]
+        return [p for i, v in enumerate(value) for p in _scalar_problem(args[0], v, f"{path}[{i}]")]
+    if not isinstance(value, Mapping):
+        kind = "an Output" if isinstance(value, pulumi.Output) else repr(value)
+        return [f"{path}: {kind} is not a mapping; pass a dict"]
+    return [p for k, v in value.items() for p in _scalar_problem(args[1], v, f"{path}[{k!r}]")]
 
 
 def value_problem(key: str, value: Any, path: str) -> list[str]:

@@ -25,7 +25,7 @@ from components.catalog.operations import NODE_MONITORING_ADDON, NODE_MONITORING
 from components.conventions import DEFAULT_CLUSTER_LOG_RETENTION_DAYS
 from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
 from components.naming import fit_name, name_limit
-from components.nodegroup import TrainingNodeGroup, TrainingNodeGroupArgs
+from components.nodegroup import TrainingNodeGroup, TrainingNodeGroupArgs, check_sizes
 from components.nodeplan import SYSTEM_DISK_SIZE_GIB
 from components.ordering import ordered_after
 from components.partition import current_partition
@@ -256,6 +256,8 @@ class TrainingCluster(pulumi.ComponentResource):
 
     @checks_args
     def __init__(self, name: str, args: TrainingClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        spec = args["system_node_group"]
+        check_sizes(f"{name}.system_node_group", spec["min_size"], spec["desired_size"], spec["max_size"])
         super().__init__("eks-training:index:TrainingCluster", name, None, opts)
         partition = current_partition(self)
         kms_key = self._secrets_key(name, args, partition)

@@ -235,6 +235,17 @@ class _Shape:
     update_strategy: NodeUpdateStrategy
 
 
+def check_sizes(name: str, min_size: int, desired_size: int, max_size: int) -> None:
+    """EKS's rule for a managed node group's scalingConfig (minSize <= desiredSize <= maxSize, maxSize >= 1,
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupScalingConfig.html), checked before the group
+    registers: EKS would refuse it only once the cluster exists."""
+    if not 0 <= min_size <= desired_size <= max_size or max_size < 1:
+        raise ValueError(
+            f"{name}: the sizes need 0 <= min_size ({min_size}) <= desired_size ({desired_size}) <= max_size "
+            f"({max_size}), and max_size >= 1"
+        )
+
+
 def _shape(name: str, args: TrainingNodeGroupArgs) -> _Shape:
     instance_types = list(args["instance_types"])
     facts = INSTANCE_TYPES.get(instance_types[0])
@@ -333,8 +344,9 @@ class TrainingNodeGroup(pulumi.ComponentResource):
 
     @checks_args
     def __init__(self, name: str, args: TrainingNodeGroupArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        check_sizes(name, args["min_size"], args["desired_size"], args["max_size"])
+        shape = _shape(name, args)  # its refusals too come before anything registers
         super().__init__("eks-training:index:TrainingNodeGroup", name, None, opts)
-        shape = _shape(name, args)
         efa_sg, placement, interface_sgs = self._efa_network(name, args, shape)
         launch_template = self._launch_template(name, shape, interface_sgs, placement)
         block_start, empty = self._capacity_block(name, shape)

@@ -209,8 +209,9 @@ class FsxLustreStorage(pulumi.ComponentResource):
     export_repository_path: pulumi.Output[str]
     """``s3://bucket/prefix/`` the export directory goes to (empty without export)."""
     data_ready: pulumi.Output[str]
-    """The data directory of the file system (``/datasets``); resolves once its association exists and the
-    directories belong to the training user, so data in S3 can be read."""
+    """The data directory's path on the file system (``/datasets``), which pods see under the volume's mount
+    (``/data/datasets``: prefix it for ``JobSpec.data_dir``); resolves once its association exists and the directories
+    belong to the training user, so data in S3 can be read."""
     csi_role_arn: pulumi.Output[str]
     """IAM role of the FSx CSI controller."""
     persistent_volume_name: pulumi.Output[str]

@@ -114,7 +114,8 @@ class JobSpec(TypedDict):
     env: NotRequired[Mapping[str, str]]
     """Extra environment of the main container."""
     data_dir: NotRequired[pulumi.Input[str]]
-    """Dataset folder inside the pods (``DATA_DIR``); an Output of the staging step orders the job after it."""
+    """Dataset folder inside the pods (``DATA_DIR``), a path under the shared volume's mount, ``/data``
+    (``DatasetStaging.data_dir`` is one); an Output of the staging step orders the job after it."""
     input_dirs: NotRequired[Mapping[str, str]]
     """Environment name -> output folder of a job this one reads (``<JOB>_OUTPUT_DIR``)."""
     after_jobs: NotRequired[Sequence[str]]

@@ -106,3 +106,60 @@ def test_a_nested_kubernetes_minor_is_refused_too() -> None:
         EfsStorageArgs, {**efs, "csi_driver": {"cluster_name": "c", "kubernetes_version": "1.2"}}, "e"
     )
     assert problem.startswith("e.csi_driver.kubernetes_version: '1.2' is not supported; use one of ")
+
+
+def test_a_plain_field_refuses_an_output_or_another_type() -> None:
+    """A field typed as a plain value (a name, a size, a switch, a list of them) is read when the program runs:
+    an Output there would print as "Calling __str__ on an Output[T]..." inside resource names, and a float minor or
+    a string of subnet ids fails later inside a provider, without the key's path. Each is refused naming the key."""
+    vpc = {"cluster_name": "c", "cidr_block": "10.0.0.0/16", "availability_zones": ["a", "b"]}
+    vpc |= {"private_subnet_cidrs": ["10.0.0.0/20", "10.0.16.0/20"], "public_subnet_cidrs": ["10.0.128.0/24"] * 2}
+    assert key_problems(TrainingVpcArgs, {**vpc, "cluster_name": pulumi.Output.from_input("c")}, "v") == [
+        "v.cluster_name: an Output, where a plain value is needed (it is read when the program runs, before any "
+        "resource exists: a name, a size, a switch); pass the value itself"
+    ]
+    assert key_problems(TrainingVpcArgs, {**vpc, "availability_zones": "us-east-1a"}, "v") == [
+        "v.availability_zones: 'us-east-1a' is not a list; pass a list of strings"
+    ]
+    assert key_problems(TrainingVpcArgs, {**vpc, "nat_gateway_per_az": "yes"}, "v") == [
+        "v.nat_gateway_per_az: 'yes' is not true or false; pass true or false"
+    ]
+    cluster = {"cluster_name": "c", "kubernetes_version": "1.36", "vpc_id": "vpc-1", "private_subnet_ids": ["s"]}
+    system = {"instance_type": "m5.large", "min_size": 1, "max_size": 2, "desired_size": 1}
+    assert key_problems(
+        TrainingClusterArgs, {**cluster, "kubernetes_version": 1.36, "system_node_group": system}, "c"
+    ) == ["c.kubernetes_version: 1.36 is not a string; pass a string"]
+    assert key_problems(TrainingClusterArgs, {**cluster, "system_node_group": {**system, "max_size": True}}, "c") == [
+        "c.system_node_group.max_size: True is not a whole number; pass a whole number"
+    ]
+    # the control: an Input field takes an Output
+    assert (
+        key_problems(
+            TrainingClusterArgs,
+            {**cluster, "vpc_id": pulumi.Output.from_input("vpc-1"), "system_node_group": system},
+            "c",
+        )
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    "sizes", [(0, 9, 4), (2, 1, 3), (0, 0, 0), (-1, 0, 1)], ids=["desired>max", "min>desired", "max 0", "min<0"]
+)
+def test_node_group_sizes_are_refused_before_anything_registers(sizes: tuple[int, int, int], monkeypatch) -> None:
+    """EKS refuses a scalingConfig outside 0 <= min <= desired <= max, max >= 1 (API_NodegroupScalingConfig); the
+    components refuse it first, the cluster's system group before the cluster registers."""
+    from components import TrainingCluster, TrainingNodeGroup
+
+    def registered(*_args, **_kwargs):
+        raise AssertionError("registered before it checked the sizes")
+
+    monkeypatch.setattr(pulumi.ComponentResource, "__init__", registered)
+    lo, want, hi = sizes
+    group = {"cluster_name": "c", "node_role_arn": "arn", "subnet_ids": ["s"], "instance_types": ["m5.xlarge"]}
+    with pytest.raises(ValueError, match=rf"g: the sizes need 0 <= min_size \({lo}\) <= desired_size \({want}\)"):
+        TrainingNodeGroup("g", {**group, "role": "cpu", "min_size": lo, "desired_size": want, "max_size": hi})
+    cluster = {"cluster_name": "c", "kubernetes_version": "1.36", "vpc_id": "vpc-1", "private_subnet_ids": ["s"]}
+    system = {"instance_type": "m5.large", "min_size": lo, "desired_size": want, "max_size": hi}
+    with pytest.raises(ValueError, match=r"^k.system_node_group: the sizes need"):
+        TrainingCluster("k", {**cluster, "system_node_group": system})
