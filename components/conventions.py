@@ -7,6 +7,9 @@ from typing import Mapping
 TRAINING_IMAGE_UID = 1000
 #: Where the shared volume is mounted in every pod.
 SHARED_MOUNT = "/data"
+#: The images' working folder, where a job's relative script is read without a code folder (``WORKDIR /app`` in
+#: training/Dockerfile and the examples' Dockerfiles).
+APP_DIR = "/app"
 
 #: The namespace the storage components create for the training workloads, and the name of its shared claim, when
 #: the caller names none (the stack config's defaults too: ``storage.namespace``, ``storage.pvcName``).

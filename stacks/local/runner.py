@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, cast
 
-from components.conventions import SHARED_MOUNT
+from components.conventions import APP_DIR, SHARED_MOUNT
 from components.workloads.pods import COMPLETION_INDEX_ENV, env_list
 from components.workloads.pytorch import LAUNCHER_DONE_MARKER
 from components.workloads.spec import WORKSPACE, JobSpec, WorkerPlacement, stop_grace_seconds
@@ -39,8 +39,6 @@ from stacks.plan import JobPlan, Plan, job_order
 from stacks.plan.jobspec import job_spec
 from stacks.ports import free_port
 
-#: The image's working folder in the pods (``WORKDIR /app`` in the Dockerfiles).
-APP_DIR = "/app"
 #: What stands for the namespace, the claim and the image reference (they only name things in a cluster).
 LOCAL = "local"
 

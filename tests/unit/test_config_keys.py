@@ -161,6 +161,16 @@ MESSAGES = [
         "eks-training:region: unknown key; did you mean aws:region? move it there; valid keys are",
     ),
     (
+        "a relative script without a code folder, not in the image",
+        {"eks-training:jobs": {"train": {"kind": "pytorch", "nodeGroup": "cpu", "script": "mlp.py"}}},
+        "eks-training:jobs.train.script: 'mlp.py' is not a file of the image training (its ",
+    ),
+    (
+        "a relative script of the image, misspelt",
+        {"eks-training:jobs": {"train": {"kind": "pytorch", "nodeGroup": "cpu", "script": "trian.py"}}},
+        "eks-training:jobs.train.script: 'trian.py' is not a file of the image training (its ",
+    ),
+    (
         "a value below its range",
         {"eks-training:jobs": {"train": {**JOBS["train"], "nodes": 0}}},
         "eks-training:jobs.train.nodes: 0 is below the minimum 1; set it to 1 or more",
@@ -183,6 +193,29 @@ MESSAGES = [
 def test_a_mistake_gets_a_message_with_its_fix(tmp_path: Path, config: dict[str, Any], message: str) -> None:
     problems = _plan_problems(tmp_path, config)
     assert len(problems) == 1 and problems[0].startswith(message), problems
+
+
+def test_a_relative_script_without_code_names_the_fix_and_one_of_the_image_is_taken(tmp_path: Path) -> None:
+    """Without `code`, a relative script is read in the image's /app: a user's own script there is refused with the
+    code folder to set (torchrun would fail on the cluster), a near name is suggested, and a script the image has
+    (train.py of training/) passes."""
+    job = {"kind": "pytorch", "nodeGroup": "cpu"}
+    (own,) = _plan_problems(tmp_path / "own", {"eks-training:jobs": {"train": {**job, "script": "mlp.py"}}})
+    assert own.endswith(
+        "and the job has no code folder; set eks-training:jobs.train.code to the folder of your program (uploaded for "
+        "the job, the script relative to it), or give an absolute path in the image"
+    ), own
+    (typo,) = _plan_problems(tmp_path / "typo", {"eks-training:jobs": {"train": {**job, "script": "trian.py"}}})
+    assert "; did you mean train.py? or set eks-training:jobs.train.code" in typo, typo
+    stack_file = _project(
+        tmp_path / "ok", "eks-training", {"eks-training:jobs": {"train": {**job, "script": "train.py"}}}
+    )
+    code, _, err = _quiet(plan_main, ["--stack", "mine", "--stack-file", str(stack_file)])
+    assert code == 0, err
+    in_s3 = {**job, "script": "mlp.py", "code": "s3://team-code/mlp/"}  # the script is in the upload, not the image
+    stack_file = _project(tmp_path / "s3", "eks-training", {"eks-training:jobs": {"train": in_s3}})
+    code, _, err = _quiet(plan_main, ["--stack", "mine", "--stack-file", str(stack_file)])
+    assert code == 0, err
 
 
 @pytest.mark.parametrize("namespace", RESERVED_NAMESPACES)

@@ -288,7 +288,7 @@ def test_inconsistent_user_facts_name_the_instance_facts_key() -> None:
 def test_a_failed_group_is_not_reported_again_as_missing() -> None:
     found = problems(
         nodeGroups={"h100": {"instanceType": "p5.48xlarge", "minSize": 0, "desiredSize": 0, "maxSize": 1}},
-        jobs={"train": {"kind": "pytorch", "script": "t.py", "nodeGroup": "h100"}},
+        jobs={"train": {"kind": "pytorch", "script": "/opt/t.py", "nodeGroup": "h100"}},
     )
     assert all("eks-training:jobs." not in p for p in found), found
     assert any("nodeGroups.h100.instanceType: unknown key" in p for p in found)
@@ -297,7 +297,7 @@ def test_a_failed_group_is_not_reported_again_as_missing() -> None:
 def test_unset_max_workers_is_not_blamed() -> None:
     found = problems(
         nodeGroups={"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 2}},
-        jobs={"train": {"kind": "pytorch", "script": "t.py", "nodes": 4}},
+        jobs={"train": {"kind": "pytorch", "script": "/opt/t.py", "nodes": 4}},
     )
     assert found == [
         "eks-training:jobs.train.nodes: 4 > eks-training:nodeGroups.cpu.maxSize (2): one pod runs per node; "
@@ -323,7 +323,7 @@ def test_run_id_ignores_the_size_but_not_the_recipe() -> None:
     group = {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 4}}
 
     def run_id(**job: Any) -> str:
-        cfg = config(nodeGroups=group, jobs={"t": {"kind": "pytorch", "script": "s.py", **job}})
+        cfg = config(nodeGroups=group, jobs={"t": {"kind": "pytorch", "script": "/opt/s.py", **job}})
         return build_plan(cfg).jobs["t"].run_id
 
     assert run_id(nodes=1) == run_id(nodes=3, maxNodes=4)
@@ -349,8 +349,8 @@ def test_a_new_run_of_a_job_is_a_new_run_of_the_jobs_after_it() -> None:
 
     def plans(**train: Any) -> dict[str, Any]:
         jobs = {
-            "train": {"kind": "pytorch", "script": "s.py", **train},
-            "tune": {"kind": "pytorch", "script": "t.py", "after": ["train"]},
+            "train": {"kind": "pytorch", "script": "/opt/s.py", **train},
+            "tune": {"kind": "pytorch", "script": "/opt/t.py", "after": ["train"]},
             "report": {"kind": "command", "command": ["x"], "after": ["tune"]},
             "other": {"kind": "command", "command": ["y"]},
         }
@@ -719,7 +719,7 @@ def test_jobs_waiting_for_a_group_include_the_jobs_after_them() -> None:
         },
         jobs={
             "prep": {"kind": "command", "command": ["true"], "nodeGroup": "cpu"},
-            "train": {"kind": "pytorch", "script": "t.py", "nodeGroup": "gpu", "after": ["prep"]},
+            "train": {"kind": "pytorch", "script": "/opt/t.py", "nodeGroup": "gpu", "after": ["prep"]},
             "evaluate": {"kind": "command", "command": ["true"], "nodeGroup": "system", "after": ["train"]},
             "report": {"kind": "command", "command": ["true"], "nodeGroup": "cpu", "after": ["prep"]},
         },

@@ -5,6 +5,7 @@ import functools
 import posixpath
 import re
 from pathlib import Path
+from typing import Optional
 
 from components.catalog import (
     InstanceType,
@@ -121,6 +122,18 @@ def _gap_line(gap: str, scripts: list[tuple[str, str]]) -> str:
     """One gap of :func:`_script_gaps`: the scripts it leaves out (each with what runs it), then its fix."""
     fix = _FIXES.get(gap, "add it to the COPY line into /app").format(lines=", ".join(f"`!{n}`" for n, _ in scripts))
     return f"{', '.join(f'{n} ({why})' for n, why in scripts)}: {gap}, {fix}"
+
+
+def image_files(s: Sections, name: str) -> Optional[set[str]]:
+    """Where the files of built image ``name``'s folder land in it (its Dockerfile's COPY and ADD of the context), or
+    ``None`` when unknown (a prebuilt image, or a folder without its Dockerfile)."""
+    image = s.images.get(name)
+    dockerfile = image_dockerfile(s, name, image) if image is not None else None
+    if image is None or dockerfile is None or image.context is None:
+        return None
+    folder = s.image_folders.get(name, s.project_dir / image.context)
+    context = [entry.path for entry in collect_build_context(str(folder), image.dockerfile)]
+    return {p for c in dockerfile.copies() for path in context if (p := c.place(path)) is not None}
 
 
 def check_image_scripts(s: Sections, problems: list[str]) -> None:

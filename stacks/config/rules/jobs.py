@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from components.code_folder import DEFAULT_CODE_IGNORES, collect_code
+from components.conventions import APP_DIR
 from components.scheduling import SYSTEM_ROLE
 from stacks.config.errors import key
 from stacks.config.jobs import (
@@ -13,7 +14,7 @@ from stacks.config.jobs import (
     JobConfig,
 )
 from stacks.config.rules.health import check_health
-from stacks.config.rules.images import check_image_gpus
+from stacks.config.rules.images import check_image_gpus, image_files
 from stacks.config.rules.kind_images import check_image_package, check_mpi_image
 from stacks.config.rules.sections import (
     Sections,
@@ -151,8 +152,10 @@ def _near_folder(folder: Path, written: str) -> str:
 
 
 def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> None:
-    """A job's ``code`` folder (uploaded by the program) exists in the project and holds a file to upload."""
+    """A job's ``code`` folder (uploaded by the program) exists in the project and holds a file to upload; without
+    one, a relative script is a file the image puts in its working folder (:func:`_check_image_script`)."""
     if job.code_folder is None:
+        _check_image_script(s, path, job, problems)
         return
     folder = s.project_dir / job.code_folder
     fix = (
@@ -184,6 +187,26 @@ def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> N
                 f"{key(f'{path}.script')}: {job.script!r} is not a file of the job's code folder {job.code_folder} "
                 f"(uploaded: {shown}); {hint}give its path relative to that folder, or an absolute path in the image"
             )
+
+
+def _check_image_script(s: Sections, path: str, job: JobConfig, problems: list[str]) -> None:
+    """Without a code folder a relative script runs from the image's working folder, /app: on an image built here
+    that copies files there, it is one of them, or torchrun fails on the cluster after the stack is paid for (a user's
+    own script written without ``code``)."""
+    if not job.script or job.script.startswith("/") or job.code is not None:  # code in S3: the script is there
+        return
+    files = image_files(s, job.image)
+    app = sorted(f for f in files or () if f.startswith(APP_DIR + "/"))
+    if not app or posixpath.join(APP_DIR, posixpath.normpath(job.script)) in app:
+        return
+    names = [posixpath.relpath(f, APP_DIR) for f in app]
+    near = difflib.get_close_matches(posixpath.normpath(job.script), names, n=1, cutoff=0.8)
+    hint = f"did you mean {near[0]}? or " if near else ""
+    problems.append(
+        f"{key(f'{path}.script')}: {job.script!r} is not a file of the image {job.image} (its {len(names)} files in "
+        f"{APP_DIR}), and the job has no code folder; {hint}set {key(f'{path}.code')} to the folder of your "
+        "program (uploaded for the job, the script relative to it), or give an absolute path in the image"
+    )
 
 
 def check_after(s: Sections, path: str, name: str, after: Sequence[str], problems: list[str]) -> None:
