@@ -24,7 +24,8 @@ from components.catalog.platform import KUBERNETES_VERSIONS, billed_extended
 from components.catalog.prices import EKS_PRICES_AS_OF
 from components.scheduling import SYSTEM_ROLE
 from stacks.config import cluster as cluster_config
-from stacks.plan import JobPlan, NodeGroupPlan, Plan
+from stacks.plan import JobPlan, NodeGroupPlan, Plan, nodes_at_once
+from stacks.plan.admission import autoscales
 
 
 @dataclass(frozen=True)
@@ -146,8 +147,16 @@ def control_plane_line(minor: str, day: date) -> CostLine:
     return CostLine("EKS control plane", _hourly("eks-cluster"), _hourly("eks-cluster"), basis)
 
 
+def running_size(plan: Plan, g: NodeGroupPlan) -> int:
+    """The nodes a group runs while its jobs run: its desiredSize, or, where the cluster autoscaler grows it, the
+    nodes the jobs of one step ask (:func:`~stacks.plan.nodes_at_once`), up to its maxSize."""
+    if not autoscales(plan, g):
+        return g.desired_size
+    return min(g.max_size, max(g.desired_size, nodes_at_once(plan, g)))
+
+
 def cost_lines(plan: Plan, day: Optional[date] = None) -> list[CostLine]:
-    """Every part of the estimate, running (desired sizes) and idle (minimum sizes), on ``day`` (default
+    """Every part of the estimate, running (:func:`running_size`) and idle (minimum sizes), on ``day`` (default
     :func:`plan_day`)."""
     cfg = plan.config
     lines = [
@@ -167,11 +176,11 @@ def cost_lines(plan: Plan, day: Optional[date] = None) -> list[CostLine]:
         )
     for g in plan.all_groups:
         hour = node_hour(g)
+        running = running_size(plan, g)
         lines.append(
             CostLine(
-                f"{g.path}: {g.desired_size} running / {g.min_size} idle x {g.types[0].name} + {g.disk_size_gib} GiB "
-                "gp3",
-                None if hour is None else hour * g.desired_size,
+                f"{g.path}: {running} running / {g.min_size} idle x {g.types[0].name} + {g.disk_size_gib} GiB gp3",
+                None if hour is None else hour * running,
                 None if hour is None else hour * g.min_size,
                 instance_basis(g),
             )

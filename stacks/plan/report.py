@@ -390,7 +390,8 @@ def _cost(plan: Plan, region: Optional[str]) -> dict[str, Any]:
         f"{PRICE_REGION} list prices (instances: On-Demand as published on {PRICES_AS_OF}, "
         "components/catalog/instances.py; EKS, NAT, EBS, KMS, FSx: components/catalog/prices.py)"
         + (f"; the stack is in {region}, where prices differ" if region and region != PRICE_REGION else ""),
-        "running: desired sizes; idle: minimum sizes",
+        "running: desired sizes, or what the jobs of one step ask where the autoscaler grows a group; idle: minimum "
+        "sizes",
         "usage-dependent costs (data transfer, NAT data processing, EFS storage and throughput, S3, ECR, logs, "
         "CodeBuild minutes) are extra",
     ]

@@ -66,6 +66,33 @@ def test_efa_profile_of_every_catalogued_efa_type_is_consistent() -> None:
         assert (profile.min_vpc_cni is not None) == (profile.interfaces > 1)
 
 
+def test_the_running_cost_counts_the_nodes_the_jobs_ask_where_the_autoscaler_grows_the_group() -> None:
+    """A group created at desiredSize 1 whose job asks 2 nodes runs 2 while the job runs (the autoscaler grows it to
+    what one step's jobs ask, up to maxSize); without the autoscaler the group keeps desiredSize, which the jobs fit."""
+    from stacks.costs import estimate
+
+    group = {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 3}}
+    job = {"kind": "command", "command": ["true"], "nodes": 2}
+
+    def cpu_line(**sections: Any) -> Any:
+        cfg = config(nodeGroups=group, jobs={"a": job, "b": {**job, "after": ["a"]}}, **sections)
+        return next(c for c in estimate(build_plan(cfg)).lines if c.what.startswith("nodeGroups.cpu:"))
+
+    grown = cpu_line()
+    assert grown.what.startswith("nodeGroups.cpu: 2 running / 0 idle x m5.xlarge"), grown.what
+    one_node = next(
+        c for c in estimate(build_plan(config(nodeGroups=group))).lines if c.what.startswith("nodeGroups.cpu:")
+    )
+    assert grown.running == pytest.approx(2 * one_node.running)  # the jobs of one step, not of both steps: 2, not 4
+    fixed = {"cpu": {**group["cpu"], "desiredSize": 2}}
+    kept = next(
+        c
+        for c in estimate(build_plan(config(nodeGroups=fixed, jobs={"a": job}, autoscaler={"enabled": False}))).lines
+        if c.what.startswith("nodeGroups.cpu:")
+    )
+    assert kept.what.startswith("nodeGroups.cpu: 2 running"), kept.what
+
+
 def test_inconsistent_efa_facts_are_refused() -> None:
     bad = dataclasses.replace(P5, name="x.large", max_efa_interfaces=2, network_cards=1)
     with pytest.raises(InconsistentFacts, match=r"maxEfaInterfaces \(2\) must equal networkCards \(1\)"):
