@@ -172,7 +172,7 @@ def failure(log_text: str, code: Optional[int], argv0: str, job: str = "JOB") ->
     module, a command not found, else the program's own error."""
     events = _json_events(log_text)
     return (
-        _gave_up(events, code, job)
+        _gave_up(events, code, job, log_text)
         or _missing_module(log_text)
         or _not_started(events, code, argv0)
         or _program_error(events, log_text, code, job)
@@ -193,9 +193,11 @@ def _json_events(log_text: str) -> list[dict[str, Any]]:
     return events
 
 
-def _gave_up(events: list[dict[str, Any]], code: Optional[int], job: str) -> Optional[tuple[str, str]]:
+def _gave_up(
+    events: list[dict[str, Any]], code: Optional[int], job: str, log_text: str = ""
+) -> Optional[tuple[str, str]]:
     """The run gave up: the launcher's run_failed (FAILED before torchrun), or its command_exit after a program that
-    wrote FAILED itself, or the launcher's exit 3."""
+    wrote FAILED itself, or the launcher's exit 3; with the program's last exception, where the log has one."""
     failed = next(
         (
             e
@@ -214,9 +216,10 @@ def _gave_up(events: list[dict[str, Any]], code: Optional[int], job: str) -> Opt
             f"its args in the stack file, or --args {job}=...; other arguments make a run of their own (no --fresh "
             "needed)",
         )
+    exc = exception_line([ln for ln in log_text.splitlines() if ln.strip() and not ln.startswith("{")])
     return (
-        f"the run gave up: {reason}",
-        "fix the cause (earlier in the log, or in the log of the run before, <job>-<pod>.previous.log), then run "
+        f"the run gave up: {reason}" + (f"; its last error: {exc}" if exc else ""),
+        "find the cause (earlier in the log, or in the log of the run before, <job>-<pod>.previous.log), then run "
         f"it again: a change to the job's code folder or args makes a run of its own; otherwise add --fresh {job} "
         "(a new run; the failed run's folder is kept aside)",
     )
@@ -277,21 +280,23 @@ class LocalRunError(Exception):
         super().__init__(reason + (f"; fix: {fix}" if fix else ""))
 
     def report(self, lines: int = 15) -> str:
-        """The reason and fix on one line, then the end of the log, without torchrun's INFO lines and the launcher's
-        events: the script's own last words (a traceback, an argument error) are what shows the cause."""
+        """The reason and fix on one line, then the end of the log, without torchrun's INFO lines, the launcher's
+        events and C++ stack frames: the script's own last words (a traceback, an argument error) show the cause."""
         text = str(self)
         if self.log is not None:
             end = [line for line in tail(self.log, 20000).splitlines() if not _LOG_NOISE.match(line)][-lines:]
             text += (
-                f"\nlast lines of {self.log} (torchrun's INFO lines and the launcher's events left out):\n"
-                + "\n".join(f"  {line}" for line in end)
+                f"\nlast lines of {self.log} (torchrun's INFO lines, the launcher's events and C++ stack frames left "
+                "out):\n" + "\n".join(f"  {line}" for line in end)
             )
         return text
 
 
 #: A log line that rarely shows a failure's cause: torchrun's agent logs INFO in glog's format
-#: (``I1203 14:10:16.404000 20076 torch/distributed/...``), and the launcher writes its events as JSON lines.
-_LOG_NOISE = re.compile(r'I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ |\{"event": ')
+#: (``I1203 14:10:16.404000 20076 torch/distributed/...``), the launcher writes its events as JSON lines, and a C++
+#: exception of torch's (c10d's store going away as the other ranks end) prints its stack frame by frame
+#: (``Exception raised from recvBytes at ...``, then ``frame #0: ...``).
+_LOG_NOISE = re.compile(r'I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ |\{"event": |\s*frame #\d+: |Exception raised from ')
 
 
 def tail(path: Path, chars: int = 3000) -> str:

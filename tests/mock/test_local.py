@@ -162,8 +162,9 @@ def test_a_job_run_alone_is_told_when_the_job_it_waits_for_has_not_run_here(tmp_
 
 
 def test_a_failures_report_shows_the_scripts_last_words_not_the_agents_info_lines(tmp_path: Path) -> None:
-    """A script that fails on its arguments, then torchrun's INFO lines and the launcher's event: the report's end of
-    the log is the script's error (and torchrun's warnings), not the lines that came after it."""
+    """A script that fails on its arguments, then torchrun's INFO lines, a C++ exception's stack frames (c10d's store
+    going away as the ranks end) and the launcher's event: the report's end of the log is the script's error (and
+    torchrun's warnings), not the lines that came after it."""
     log = tmp_path / "fit-0.log"
     agent = "I1203 14:10:16.404000 20076 torch/distributed/elastic/agent/server/api.py:553]   global_ranks=[2, 3]"
     log.write_text(
@@ -173,6 +174,9 @@ def test_a_failures_report_shows_the_scripts_last_words_not_the_agents_info_line
                 "fit.py: error: unrecognized arguments: --epochs 3",
                 "W1203 14:10:16.500000 20076 torch/distributed/run.py:1] a warning stays",
                 *[agent] * 30,
+                "Exception raised from recvBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:670 (most recent "
+                "call first):",
+                *[f"frame #{i}: <unknown function> + 0x{i:x}a3f (0x7f0 in libtorch_cpu.so)" for i in range(20)],
                 '{"event": "command_exit", "component": "launch", "exit_code": 3}',
             ]
         )
@@ -224,3 +228,25 @@ def test_resuming_a_finished_run_with_args_says_they_reach_nothing_unless_it_sta
         assert not told, said
     else:
         assert len(told) == 1 and "--args do not reach it" in told[0], said
+
+
+def test_a_run_that_gave_up_names_its_last_error() -> None:
+    """A run that wrote FAILED (its script failed attempt after attempt) gives the launcher's reason and the script's
+    last exception, the line that says what to fix, on the report's one line."""
+    from stacks.local.report import failure
+
+    log = "\n".join(
+        [
+            "Traceback (most recent call last):",
+            '  File "/workspace/mlp.py", line 3, in <module>',
+            "RuntimeError: crash on purpose at step 10",
+            '{"event": "command_exit", "component": "launch", "exit_code": 3, "failed": {"reason": "the script failed '
+            '4 attempts in a row"}}',
+        ]
+    )
+    reason, fix = failure(log, 3, "torchrun", "mlp")
+    assert reason == (
+        "the run gave up: the script failed 4 attempts in a row; its last error: RuntimeError: crash on purpose at "
+        "step 10"
+    ), reason
+    assert fix.startswith("find the cause (earlier in the log"), fix
