@@ -54,6 +54,7 @@ def write_metrics(path: str | os.PathLike[str], program: str, **fields: Any) -> 
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o644)  # mkstemp creates 0600; other pods (other uids) read the metrics
         with os.fdopen(fd, "w") as f:
             json.dump(metrics_record(program, **fields), f, indent=1)
             f.write("\n")

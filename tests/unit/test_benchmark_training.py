@@ -23,6 +23,7 @@ def test_metrics_files_have_every_field_and_are_written_atomically(tmp_path: Pat
     assert list(written)[: len(metrics.FIELDS) + 1] == ["schema", *metrics.FIELDS]
     assert written["final_accuracy"] is None and written["extra"] == 1 and written["program"] == "x.py"
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"], "no temporary file left"
+    assert path.stat().st_mode & 0o777 == 0o644, "other pods (other uids) read it, as the shared files of a run"
 
 
 def test_train_py_metrics_span_every_epoch_and_restart() -> None:
