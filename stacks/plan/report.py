@@ -121,6 +121,11 @@ def _jobs(plan: Plan) -> list[dict[str, Any]]:
                 "imageBuild": torch_build_label(job.image.torch_build),
                 "dataset": job.dataset,
                 "after": list(job.after),
+                "runs": {
+                    "script" if job.config.script else "command": job.config.script or list(job.config.command or []),
+                    "args": list(job.config.args),
+                    "code": job.config.code,
+                },
                 "outputDir": job.output_dir,
                 "timeoutHours": job.config.timeout_hours,
                 "waitForCompletion": job.config.wait_for_completion,

@@ -1,6 +1,7 @@
 """The plan's report as text (``python -m stacks plan`` without ``--json``): :func:`render` prints each section of
 the mapping :func:`stacks.plan.report.report` builds, in order."""
 
+import shlex
 from typing import Any, Optional
 
 from stacks.costs import money
@@ -148,7 +149,8 @@ def _render_jobs(jobs: list[dict[str, Any]], crowded: list[dict[str, Any]], jobs
 
 
 def _render_job(j: dict[str, Any]) -> list[str]:
-    """One job: its step, size, processes, pod, image and wait, then its health check."""
+    """One job: its step, size, processes, pod, image and wait; what it runs (its words quoted only where they hold a
+    space or a quote: Kubernetes, not a shell, expands its $(VARIABLES)) and where it writes; its health check."""
     size = f"{j['nodes']} node(s)" + (f" ({j['minNodes']}-{j['maxNodes']} elastic)" if KINDS[j["kind"]].elastic else "")
     procs = KINDS[j["kind"]].processes_text(j["processesPerNode"])
     after = f", after {', '.join(j['after'])}" if j["after"] else ""
@@ -165,6 +167,13 @@ def _render_job(j: dict[str, Any]) -> list[str]:
         f"{j['gpusPerPod']} GPU(s), {j['efaInterfacesPerPod']} EFA interface(s); image {j['image']}{data}{after}"
         f"{waits}"
     ]
+    runs = j["runs"]
+    program = [runs["script"]] if "script" in runs else runs["command"]
+    code = f"; code {runs['code']} at /workspace" if runs["code"] else ""
+    words = " ".join(
+        w if w and not any(c.isspace() or c in "'\"" for c in w) else shlex.quote(w) for w in [*program, *runs["args"]]
+    )
+    lines.append(f"     runs {words}{code}; output {j['outputDir']}")
     hc = j["healthCheck"]
     if hc is not None:
         lines.append(f"     all-reduce health check first: {_health_check_threshold(hc)}")
