@@ -124,14 +124,18 @@ def _gap_line(gap: str, scripts: list[tuple[str, str]]) -> str:
     return f"{', '.join(f'{n} ({why})' for n, why in scripts)}: {gap}, {fix}"
 
 
-def image_files(s: Sections, name: str) -> Optional[set[str]]:
-    """Where the files of built image ``name``'s folder land in it (its Dockerfile's COPY and ADD of the context), or
-    ``None`` when unknown (a prebuilt image, or a folder without its Dockerfile)."""
+def shipped_image_files(s: Sections, name: str) -> Optional[set[str]]:
+    """Where the files of image ``name`` land in it (its Dockerfile's COPY and ADD of the context), when it is built
+    from this project's shipped folder of that name (training/: its files, its Dockerfile's WORKDIR /app and COPY
+    lines are this project's); ``None`` for any other image, whose WORKDIR, other stages, archives and RUN steps this
+    reading does not follow."""
     image = s.images.get(name)
     dockerfile = image_dockerfile(s, name, image) if image is not None else None
-    if image is None or dockerfile is None or image.context is None:
+    if image is None or dockerfile is None or image.context is None or name not in SHIPPED:
         return None
     folder = s.image_folders.get(name, s.project_dir / image.context)
+    if folder.resolve() != shipped(name).resolve():
+        return None
     context = [entry.path for entry in collect_build_context(str(folder), image.dockerfile)]
     return {p for c in dockerfile.copies() for path in context if (p := c.place(path)) is not None}
 

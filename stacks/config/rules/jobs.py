@@ -14,7 +14,7 @@ from stacks.config.jobs import (
     JobConfig,
 )
 from stacks.config.rules.health import check_health
-from stacks.config.rules.images import check_image_gpus, image_files
+from stacks.config.rules.images import check_image_gpus, shipped_image_files
 from stacks.config.rules.kind_images import check_image_package, check_mpi_image
 from stacks.config.rules.sections import (
     Sections,
@@ -190,12 +190,13 @@ def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> N
 
 
 def _check_image_script(s: Sections, path: str, job: JobConfig, problems: list[str]) -> None:
-    """Without a code folder a relative script runs from the image's working folder, /app: on an image built here
-    that copies files there, it is one of them, or torchrun fails on the cluster after the stack is paid for (a user's
-    own script written without ``code``)."""
+    """Without a code folder a relative script runs from the image's working folder: on the image built from this
+    project's training/ (WORKDIR /app), it is one of the files its Dockerfile copies there, or torchrun fails on the
+    cluster after the stack is paid for (a user's own script written without ``code``). Another image's working
+    folder and files are its own Dockerfile's, which this check does not read."""
     if not job.script or job.script.startswith("/") or job.code is not None:  # code in S3: the script is there
         return
-    files = image_files(s, job.image)
+    files = shipped_image_files(s, job.image)
     app = sorted(f for f in files or () if f.startswith(APP_DIR + "/"))
     if not app or posixpath.join(APP_DIR, posixpath.normpath(job.script)) in app:
         return
