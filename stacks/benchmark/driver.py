@@ -236,7 +236,15 @@ def run(
             out.write(f"pulumi up failed: {exc}\n")
             outcome.code = EXIT_UP_FAILED
             return outcome
-        target = target_from_outputs(stack.outputs())
+        outputs = stack.outputs()
+        if not isinstance(output_value(outputs.get("benchmark")), Mapping):  # config has the section: deferred
+            out.write(
+                "pulumi up made no collector: the experiments wait for their Capacity Block to start (pulumi up's "
+                "warning names them); run the benchmark once the block has started\n"
+            )
+            outcome.code = EXIT_UP_FAILED
+            return outcome
+        target = target_from_outputs(outputs)
         outcome.target = target
         out.write(f"run {target.run}: results in {target.uri}\n")
         store = open_store(target)

@@ -204,6 +204,18 @@ def test_a_failed_up_is_torn_down(tmp_path: Path) -> None:
     assert "pulumi up failed: CommandError: code 255 (quota exceeded)" in out
 
 
+def test_experiments_waiting_for_their_block_are_said_and_torn_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before their Capacity Block starts, pulumi up makes neither the experiments nor the collector, so the stack has
+    no benchmark output: the command says why, and tears down (nothing ran), instead of reading a missing output."""
+    calls: list[str] = []
+    monkeypatch.setattr(FakeStack, "outputs", lambda self: {})
+    code, out, _ = run_cli(_args(tmp_path), calls)
+    assert code == driver.EXIT_UP_FAILED and calls[-1] == "destroy", calls
+    assert "pulumi up made no collector: the experiments wait for their Capacity Block to start" in out, out
+
+
 def test_ctrl_c_during_up_is_torn_down(tmp_path: Path) -> None:
     calls: list[str] = []
     code, out, _ = run_cli(_args(tmp_path), calls, up_error=KeyboardInterrupt())
