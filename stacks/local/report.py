@@ -156,13 +156,16 @@ _RANK_PREFIX = re.compile(r"^\[(?:rank|default)\d+\]:\s?")
 _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b")
 #: torchrun's own exceptions, which wrap the program's (its summary, a signal it got).
 _TORCHRUN_EXCEPTION = "torch.distributed.elastic."
+#: What a rank raises when another rank's process went away (training/run_script.py's PEER_LOSS, tied by a test).
+_PEER_LOSS = ("Connection closed by peer", "Connection reset by peer")
 
 
 def exception_line(lines: list[str]) -> Optional[str]:
     """The last exception the program raised, as its traceback's last line: a rank's prefix removed, torchrun's
-    wrappers (``ChildFailedError``, ``SignalException``) passed over while the program's own is there."""
+    wrappers (``ChildFailedError``, ``SignalException``) and a rank's loss of a peer that went away (the effect of
+    another rank's failure) passed over while the program's own is there."""
     found = [text for ln in lines if _EXCEPTION.match(text := _RANK_PREFIX.sub("", ln.strip()))]
-    own = [text for text in found if not text.startswith(_TORCHRUN_EXCEPTION)]
+    own = [t for t in found if not t.startswith(_TORCHRUN_EXCEPTION) and not any(p in t for p in _PEER_LOSS)]
     return (own or found)[-1] if found else None
 
 

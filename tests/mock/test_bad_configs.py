@@ -1747,6 +1747,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ],
     ),
     (
+        "a variable without its suffix",
+        job("report", command=["sh", "-c", "ls $(OUTPUT)"]),
+        [
+            "eks-training:jobs.report.command[2]: $(OUTPUT) is not a variable of the job's pods (Kubernetes would "
+            "pass it as written); did you mean $(OUTPUT_DIR)?"
+        ],
+    ),
+    (
         "a variable in other letters, escaped twice",
         job("report", command=["sh", "-c", "ls $$$(output-dir)"]),
         [

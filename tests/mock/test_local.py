@@ -250,3 +250,17 @@ def test_a_run_that_gave_up_names_its_last_error() -> None:
         "step 10"
     ), reason
     assert fix.startswith("find the cause (earlier in the log"), fix
+
+
+def test_the_last_error_is_the_scripts_own_not_a_peers_loss() -> None:
+    """A rank that fails because another went away logs the peer's loss after the real error: the report names the
+    real one (the loss is training/run_script.py's PEER_LOSS, which the report's list repeats)."""
+    from stacks.local import report
+
+    run_script = (REPO / "training" / "run_script.py").read_text()
+    assert all(f'"{p}"' in run_script for p in report._PEER_LOSS)
+    lines = [
+        "ValueError: bad shape at step 3",
+        "RuntimeError: [../gloo/transport/tcp/pair.cc:534] Connection closed by peer",
+    ]
+    assert report.exception_line(lines) == "ValueError: bad shape at step 3"

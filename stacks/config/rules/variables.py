@@ -145,7 +145,11 @@ def _problem(scope: _Scope, var: str, *, in_env: bool) -> Optional[str]:
         return f"is job {other}'s output folder, which only the jobs after it get; add {other} to after"
     # Kubernetes compares names exactly; a job's env names are C identifiers
     spelt = var.upper().replace("-", "_").replace(".", "_")
-    near = difflib.get_close_matches(spelt, sorted(scope.known | set(scope.outputs)), n=1, cutoff=0.8)
+    names = sorted(scope.known | set(scope.outputs))
+    near = (
+        difflib.get_close_matches(spelt, names, n=1, cutoff=0.8)
+        or [n for n in names if len(spelt) >= 3 and n.startswith(spelt) and n.count("_") == spelt.count("_") + 1][:1]
+    )
     hint = f"; did you mean $({near[0]})?" if near else ""
     if var.endswith("_OUTPUT_DIR"):
         gets = (
