@@ -101,7 +101,7 @@ def operations_problems(ops: OperationsConfig, gpu: bool) -> list[str]:
             f"Insights add-on publishes and this stack does not install; {needs}"
         )
     alarms = (alarm if alarm is not None else metrics) and gpu
-    off = "the idle-GPU alarm is off: it needs GPU groups and operations.metrics, and enabled not false"
+    off = "the idle-GPU alarm is off: it needs GPU groups, operations.metrics on and idleGpuAlarm.enabled not false"
     if ops.alarm_email is not None and not alarms:
         problems.append(f"{key('operations.alarmEmail')}: no alarm would send to it ({off}); remove it")
     if not alarms and alarm is not True:  # an alarm asked for and impossible is the one problem above

@@ -18,12 +18,17 @@ from stacks.stackfile import (
     StackLoadError,
 )
 
+#: The modelled times of an add-on's update and a node group's creation (components/catalog/timings.py).
+_ADDON = CREATION["aws:eks/addon:Addon"]
+_NODE_GROUP = CREATION["aws:eks/nodeGroup:NodeGroup"]
+_DELETION_ESTIMATE = (
+    "EKS lets a deleted group's nodes drain this long, then terminates them (source key "
+    "eks-delete-managed-node-group); the termination is not timed"
+)
+
 #: What a new minor updates after the control plane, in the order the program's dependencies give
 #: (components/cluster.py: NODE_ADDONS before the node groups, the Pod Identity agent beside them, LATE_ADDONS after
 #: the system group; the CSI driver and CloudWatch's add-on wait for the system group and the agent too).
-_ADDON = CREATION["aws:eks/addon:Addon"]
-_NODE_GROUP = CREATION["aws:eks/nodeGroup:NodeGroup"]
-
 ORDER = (
     "    vpc-cni, kube-proxy and eks-pod-identity-agent (the node groups wait for the first two only)",
     "    the node groups side by side, the other add-ons after the system group",
@@ -85,7 +90,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
             "addon": {"minutes": _ADDON.minutes, "estimate": _ADDON.estimate},
             "nodeGroup": {"minutes": _NODE_GROUP.minutes, "estimate": _NODE_GROUP.estimate},
             "nodeRoll": {"minutes": NODE_ROLL.minutes, "estimate": NODE_ROLL.estimate},
-            "groupDeletion": {"minutes": GROUP_DELETION_MINUTES, "estimate": "EKS drains a deleted group's nodes"},
+            "groupDeletion": {"minutes": GROUP_DELETION_MINUTES, "estimate": _DELETION_ESTIMATE},
             "nodeSurge": {"minutes": NODE_SURGE.minutes, "estimate": NODE_SURGE.estimate},
             "source": "components/catalog/timings.py",
         },
