@@ -94,8 +94,16 @@ def _scalar_problem(hint: Any, value: Any, path: str) -> list[str]:
 
 def type_problem(annotation: Any, value: Any, path: str) -> list[str]:
     """A value of a plain-typed field (:func:`_plain`) that is an Output, or not of the field's type (``"1.36"`` for
-    a string, a string where a list of strings belongs). ``None`` is left to the component (an optional field)."""
+    a string, a string where a list of strings belongs); an Output where a list or mapping is needed (its items may be
+    Outputs, the list not). ``None`` is left to the component (an optional field)."""
     hint = _unwrap(annotation)
+    origin = typing.get_origin(hint)
+    if isinstance(value, pulumi.Output) and origin in (list, Sequence, dict, Mapping):
+        what = "list" if origin in (list, Sequence) else "mapping"
+        return [
+            f"{path}: an Output, where a {what} is needed (the component reads its items when the program runs); pass "
+            f"a {what} whose items may be Outputs (one Output per item, such as TrainingVpc's private_subnet_id_list)"
+        ]
     if value is None or not _plain(hint):
         return []
     if hint in _PLAIN:

@@ -132,6 +132,11 @@ def test_a_plain_field_refuses_an_output_or_another_type() -> None:
     assert key_problems(TrainingClusterArgs, {**cluster, "system_node_group": {**system, "max_size": True}}, "c") == [
         "c.system_node_group.max_size: True is not a whole number; pass a whole number"
     ]
+    efs = {"vpc_id": "vpc-1", "subnet_ids": pulumi.Output.from_input(["s1", "s2"]), "cluster_name": "c"}
+    assert [p for p in key_problems(EfsStorageArgs, efs, "e") if p.startswith("e.subnet_ids")] == [
+        "e.subnet_ids: an Output, where a list is needed (the component reads its items when the program runs); pass a "
+        "list whose items may be Outputs (one Output per item, such as TrainingVpc's private_subnet_id_list)"
+    ]
     # the control: an Input field takes an Output
     assert (
         key_problems(
