@@ -4,6 +4,7 @@ Public subnets hold only the NAT gateway(s) and internet-facing load balancers; 
 private subnets. Subnets carry the tags EKS and the AWS Load Balancer Controller look for.
 """
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Optional, Sequence, TypedDict
 
@@ -55,6 +56,24 @@ class _Layout:
         return self.azs if self.per_az_nat else self.azs[:1]
 
 
+def _check_blocks(vpc_cidr: str, subnet_cidrs: list[str]) -> None:
+    """Each subnet's block lies inside the VPC's and overlaps no other subnet's, as EC2 requires
+    (https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html): refused here, before the VPC is made, where
+    EC2 would refuse the subnet after it."""
+    try:
+        vpc = ipaddress.IPv4Network(vpc_cidr)
+        nets = [ipaddress.IPv4Network(c) for c in subnet_cidrs]
+    except ValueError as exc:
+        raise ValueError(f"TrainingVpc: {exc}; give IPv4 blocks such as 10.0.0.0/16") from exc
+    for n in nets:
+        if not n.subnet_of(vpc):
+            raise ValueError(f"TrainingVpc: subnet {n} is outside cidr_block {vpc}; use a block inside it")
+    for i, a in enumerate(nets):
+        for b in nets[i + 1 :]:
+            if a.overlaps(b):
+                raise ValueError(f"TrainingVpc: subnets {a} and {b} overlap; give each subnet its own block")
+
+
 def _layout(args: TrainingVpcArgs) -> _Layout:
     """The zones and their CIDRs (at least two zones, one private and one public CIDR each), tags and NAT layout."""
     azs = list(args["availability_zones"])
@@ -62,6 +81,7 @@ def _layout(args: TrainingVpcArgs) -> _Layout:
     public_cidrs = list(args["public_subnet_cidrs"])
     if len(azs) < 2 or len(private_cidrs) != len(azs) or len(public_cidrs) != len(azs):
         raise ValueError("TrainingVpc needs >= 2 zones and exactly one private and one public CIDR per zone")
+    _check_blocks(args["cidr_block"], [*private_cidrs, *public_cidrs])
     return _Layout(
         azs=azs,
         private_cidrs=private_cidrs,
@@ -91,8 +111,8 @@ class TrainingVpc(pulumi.ComponentResource):
 
     @checks_args
     def __init__(self, name: str, args: TrainingVpcArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        layout = _layout(args)  # its refusals come before anything registers
         super().__init__("eks-training:index:TrainingVpc", name, None, opts)
-        layout = _layout(args)
         vpc, igw = self._vpc(name, args["cidr_block"], layout)
         public_subnets, private_subnets = self._subnets(name, layout, vpc)
         self._public_routes(name, layout, vpc, igw, public_subnets)

@@ -3,6 +3,7 @@ registers anything: Python does not check a TypedDict at run time, a key written
 default, a missing one would raise a bare ``KeyError`` after some children were registered, and a Kubernetes minor
 outside the catalog has no add-on, autoscaler or node image facts."""
 
+import re
 from typing import Any
 
 import pulumi
@@ -168,3 +169,28 @@ def test_node_group_sizes_are_refused_before_anything_registers(sizes: tuple[int
     system = {"instance_type": "m5.large", "min_size": lo, "desired_size": want, "max_size": hi}
     with pytest.raises(ValueError, match=r"^k.system_node_group: the sizes need"):
         TrainingCluster("k", {**cluster, "system_node_group": system})
+
+
+@pytest.mark.parametrize(
+    "private,message",
+    [
+        (["10.0.0.0/20", "10.1.0.0/20"], "TrainingVpc: subnet 10.1.0.0/20 is outside cidr_block 10.0.0.0/16"),
+        (["10.0.0.0/20", "10.0.8.0/21"], "TrainingVpc: subnets 10.0.0.0/20 and 10.0.8.0/21 overlap"),
+        (["10.0.0.0/20", "10.0.16.0/33"], "TrainingVpc: "),
+    ],
+    ids=["outside the VPC", "overlapping", "not a block"],
+)
+def test_vpc_subnet_blocks_are_refused_before_anything_registers(private: list[str], message: str, monkeypatch) -> None:
+    """EC2 refuses a subnet outside its VPC's block or overlapping another only after the VPC exists: the component
+    refuses it first."""
+    from components import TrainingVpc
+
+    def registered(*_args, **_kwargs):
+        raise AssertionError("registered before it checked the blocks")
+
+    monkeypatch.setattr(pulumi.ComponentResource, "__init__", registered)
+    vpc = {"cluster_name": "c", "cidr_block": "10.0.0.0/16", "availability_zones": ["a", "b"]}
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        TrainingVpc(
+            "v", {**vpc, "private_subnet_cidrs": private, "public_subnet_cidrs": ["10.0.128.0/24", "10.0.129.0/24"]}
+        )
