@@ -7,8 +7,8 @@ from typing import Mapping
 TRAINING_IMAGE_UID = 1000
 #: Where the shared volume is mounted in every pod.
 SHARED_MOUNT = "/data"
-#: The images' working folder, where a job's relative script is read without a code folder (``WORKDIR /app`` in
-#: training/Dockerfile and the examples' Dockerfiles).
+#: The images' working folder (``WORKDIR /app`` in training/Dockerfile and the examples' Dockerfiles): the project's
+#: scripts are there, and a job's relative script is read there without a code folder.
 APP_DIR = "/app"
 
 #: The namespace the storage components create for the training workloads, and the name of its shared claim, when

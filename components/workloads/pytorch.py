@@ -7,7 +7,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.args import checks_args
-from components.conventions import COMMON_LABELS, RENDEZVOUS_LABEL
+from components.conventions import APP_DIR, COMMON_LABELS, RENDEZVOUS_LABEL
 from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.workloads.indexed_job import indexed_job
 from components.workloads.job_objects import BATCH_JOB
@@ -25,13 +25,13 @@ from components.workloads.spec import (
 from components.workloads.waits import finished
 
 #: The launcher of the toolbox image: skips a finished run, reopens a closed rendezvous, then runs torchrun.
-LAUNCHER = "/app/launch.py"
+LAUNCHER = f"{APP_DIR}/launch.py"
 #: The file the launcher writes in a run's output folder when its command exits 0 (training/launch_markers.py's
 #: ``DONE_MARKER``, tied by tests/mock/test_resilience.py); a pod that finds it ends at once.
 LAUNCHER_DONE_MARKER = "DONE"
 #: Beside the launcher in the image: runs the job's script as ``python SCRIPT`` would, then ends the process without the
 #: interpreter's finalisation, where torch's threads can abort a rank that finished (training/run_script.py says why).
-RUN_SCRIPT = "/app/run_script.py"
+RUN_SCRIPT = f"{APP_DIR}/run_script.py"
 #: The launcher's exit codes the Job reacts to (training/launch.py, tied by tests/mock/test_workloads.py): a stop
 #: signal (drain, spot interruption, scale-down) and a rendezvous lost with etcd (rescheduled) never count as
 #: failures; a run that gave up (``FAILED``) and a usage error fail the Job at once.
