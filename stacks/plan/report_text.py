@@ -290,7 +290,7 @@ def _render_operations(ops: dict[str, Any]) -> list[str]:
         + (
             "Container Insights GPU/EFA metrics (amazon-cloudwatch-observability)"
             if ops["metrics"]
-            else "no metrics add-on"
+            else "no Container Insights metrics (operations.metrics is off)"
         )
         + ("; a CloudWatch dashboard (output dashboardUrl)" if ops["dashboard"] else "")
     ]
