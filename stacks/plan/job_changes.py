@@ -33,6 +33,11 @@ class JobRun:
     folder (a job set back)."""
 
 
+#: What a job's program does when it starts again where the change gives the jobs other shared data (a ``data:``
+#: line of the summary): the folder it ran in is not there, so it starts from its first step.
+NEW_DATA_RERUN = "it starts from its first step on the shared data the data: line names"
+
+
 #: How the record of an update (``deployedVersions``) names the build of an image its jobs' pods run:
 #: ``images.<its variant>.build`` (``images.training.build``).
 BUILD_SUFFIX = ".build"

@@ -12,6 +12,7 @@ Pulumi deletes the old resources only at the end of ``pulumi up``, so the update
 from typing import Optional
 
 from stacks.config import ConfigError, StackConfig, key
+from stacks.config.base import ZONE_ID_RE
 from stacks.plan import Plan
 from stacks.plan.region_change import region_problem
 from stacks.zones import RegionZones, find_zone, zone_pins
@@ -51,6 +52,12 @@ def network_problems(
         moved = _zone_problems(a, b, region, deployed_zones if deployed_zones is not None else _zones(a, region))
         if moved:
             return moved
+    elif _zones_certainly_change(a, b):
+        return [
+            f"{' and '.join(key(k) for k in _zone_keys(a, b))}: the VPC's zones change ({_spec(a)} -> {_spec(b)}), "
+            f"whatever the region's zones are, and EKS keeps the zones a cluster was made in: keep {_spec(a)}; "
+            f"{INSTEAD}"
+        ]
     problems = []
     for field, old_cidrs, new_cidrs in zip(
         ("privateSubnetCidrs", "publicSubnetCidrs"), a.network.subnet_cidrs(), b.network.subnet_cidrs()
@@ -89,13 +96,26 @@ def _zone_problems(
     return [_zones_problem(a, b, zones_a, zones_b, gone, region)]
 
 
+def _zones_certainly_change(a: StackConfig, b: StackConfig) -> bool:
+    """Whether ``a`` and ``b`` give the VPC other zones whatever the region's are: another number of zones, or two
+    lists of zone names (or two of zone IDs) that differ, order included (each zone keeps its subnets' places)."""
+    assert a.network is not None and b.network is not None
+    listed_a, listed_b = a.network.availability_zones, b.network.availability_zones
+    if a.network.zone_count != b.network.zone_count:
+        return True
+    if not listed_a or not listed_b or listed_a == listed_b:
+        return False
+    return {bool(ZONE_ID_RE.match(z)) for z in [*listed_a, *listed_b]} in ({True}, {False})
+
+
 def network_notes(old: Plan, new: Plan) -> list[str]:
     """What an offline plan cannot decide: the stack files choose the zones differently, and only the region's zones
-    say whether the VPC's zones change; ``pulumi up`` resolves them and refuses a change."""
+    say whether the VPC's zones change; ``pulumi up`` resolves them and refuses a change. A change of zones that is
+    certain offline is refused (:func:`_zones_certainly_change`)."""
     a, b = old.config, new.config
     if not _compared(a, b) or a.network is None or b.network is None or _vpc(a) != _vpc(b):
         return []
-    if _spec(a) == _spec(b):
+    if _spec(a) == _spec(b) or _zones_certainly_change(a, b):
         return []
     keys = " and ".join(key(k) for k in _zone_keys(a, b)) or key("network")
     return [

@@ -24,7 +24,7 @@ from stacks.config import TOOLBOX_IMAGE, ConfigError, StackConfig, load_config
 from stacks.config.cluster import support_windows_ignored
 from stacks.plan import Plan, build_plan
 from stacks.plan.job_changes import helpers
-from stacks.plan.minors import CLUSTER_KEY, VERSION_KEY, leaves_minor_unset, with_minor
+from stacks.plan.minors import CLUSTER_KEY, VERSION_KEY, leaves_minor_unset, minor_step, with_minor
 from stacks.stackfile import (
     StackFileError,
     StackLoadError,
@@ -95,9 +95,10 @@ class OldConfig:
     """This project's own files differ between the revision and the working folder (:func:`project_changed`)."""
 
 
-def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConfig:
+def read_old_config(old: str, stack: str, stack_file: Optional[Path], pinned: Optional[str] = None) -> OldConfig:
     """The old configuration ``--from`` names: a stack file's path, else a git revision of the stack's file. A minor
-    left unset is the default of that revision (:func:`default_minor_at`), else today's, with a note saying which."""
+    left unset is the default of that revision (:func:`default_minor_at`), else today's (:func:`_assumed_minor`), with
+    a note saying which; ``pinned``: the minor the new stack file sets, if it sets one."""
     try:
         path = (stack_file or stack_file_for(stack)).resolve()
     except StackFileError as exc:
@@ -112,11 +113,12 @@ def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConf
             "not show here (a git revision reads them as it had them; the preview shows the Jobs they replace)",
         )
         if not _sets_minor(config):
-            notes += (
-                f"{old} does not set {VERSION_KEY}: read as this version's default, {DEFAULT_KUBERNETES_VERSION}; "
-                "if the running cluster runs another minor, set it there (or give the git revision deployed, whose "
-                "default is read from its catalog)",
+            hint = (
+                "; if the running cluster runs another minor, set it there (or give the git revision deployed, whose "
+                "default is read from its catalog)"
             )
+            config, note = _assumed_minor(config, str(old), pinned, hint)
+            notes += (note,)
         return OldConfig(str(old), old_path, config, notes)
     top = _git(path.parent, "rev-parse", "--show-toplevel")
     if top.returncode != 0:
@@ -148,22 +150,35 @@ def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConf
     catalog = (rel.parent / PLATFORM_SOURCE).as_posix()
     minor = default_minor_at(path.parent, catalog, old)
     if minor is None:
-        return OldConfig(
-            label,
-            path,
-            config,
-            (
-                *head,
-                f"{label} does not set {VERSION_KEY}, and {catalog} at {old} cannot be read for the default "
-                f"then: read as this version's default, {DEFAULT_KUBERNETES_VERSION}",
-            ),
-            revision=old,
-            repository=repository,
+        config, note = _assumed_minor(
+            config, f"{label} (whose {catalog} at {old} cannot be read for the default then)", pinned
         )
+        return OldConfig(label, path, config, (*head, note), revision=old, repository=repository)
     note = f"{label} does not set {VERSION_KEY}: {minor}, the default at {old}" + (
         f", and the default now is {DEFAULT_KUBERNETES_VERSION}" if minor != DEFAULT_KUBERNETES_VERSION else ""
     )
     return OldConfig(label, path, _with_minor(config, minor), (*head, note), revision=old, repository=repository)
+
+
+def _assumed_minor(
+    config: dict[str, Any], label: str, pinned: Optional[str], hint: str = ""
+) -> tuple[dict[str, Any], str]:
+    """An old configuration whose minor nothing names (``label`` says which): read as this version's default, unless
+    the new stack file pins a minor EKS could not move to from it (lower, or more than one up). A pin is then most
+    likely the minor the cluster runs, kept after a project update raised the default, and the comparison takes it.
+    ``pulumi up`` reads the minor from its last update's record, and refuses a move down or a skip from there.
+    ``hint``: what the note of the default adds."""
+    if pinned is None or minor_step(DEFAULT_KUBERNETES_VERSION, pinned) in ("same", "up"):
+        return (
+            config,
+            f"{label} does not set {VERSION_KEY}: read as this version's default, {DEFAULT_KUBERNETES_VERSION}{hint}",
+        )
+    return _with_minor(config, pinned), (
+        f"{label} does not set {VERSION_KEY}, and this version's default, {DEFAULT_KUBERNETES_VERSION}, cannot be the "
+        f"minor before the {pinned} the stack file pins: compared as if the cluster runs {pinned}. `pulumi up` reads "
+        "the minor the cluster runs from its last update, and refuses a move down or past one minor; `aws eks "
+        "describe-cluster --name CLUSTER --query cluster.version` shows it"
+    )
 
 
 def _head_note(folder: Path, old: str, rel: str) -> tuple[str, ...]:
@@ -206,12 +221,13 @@ PROJECT_CHANGED_NOTE = (
 )
 
 
-def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfig, Plan]:
+def plan_old(old: str, stack: str, stack_file: Optional[Path], pinned: Optional[str] = None) -> tuple[OldConfig, Plan]:
     """The old configuration and its plan, validated with today's rules (:class:`StackLoadError` otherwise), but not
     today's support windows: its minor was supported when it was deployed, and a minor that left support since is
     the one an upgrade moves from. A git revision is planned in its own files (:func:`tree_at`), so its image tags and
-    code hashes, and with them its run ids, are those it deployed."""
-    read = read_old_config(old, stack, stack_file)
+    code hashes, and with them its run ids, are those it deployed. ``pinned``: the minor the new stack file sets, if
+    it sets one (:func:`read_old_config`)."""
+    read = read_old_config(old, stack, stack_file, pinned)
     project = project_name(read.path)
     notes = list(read.notes)
     now: set[str] = set()  # the image and job names whose folders are read as they are now

@@ -11,7 +11,7 @@ comparison reads the two plans, refuses what EKS refuses (:mod:`stacks.plan.mino
 the cluster), then the add-ons and the node groups; the groups wait for the VPC CNI and kube-proxy add-ons.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Optional
 
 from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_version_for, addon_version_tuple
@@ -34,7 +34,7 @@ from stacks.plan.group_changes import (
     unseen_release_notes,
 )
 from stacks.plan.installs import EKS_DEFAULT, autoscaler_version
-from stacks.plan.job_changes import JobRun, deadline_notes, run_changes, unrecorded_notes
+from stacks.plan.job_changes import NEW_DATA_RERUN, JobRun, deadline_notes, run_changes, unrecorded_notes
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
 from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S
@@ -169,6 +169,10 @@ def compare(
         notes += _fsx_bucket_notes(old_plan, new_plan)
         notes += _fsx_metadata_notes(old_plan, new_plan)
         notes += _fsx_throughput_notes(old_plan, new_plan)
+    data = data_changes(old_plan, new_plan)
+    if data:  # the jobs start again on other shared data: nothing there to resume from
+        runs = tuple(replace(r, rerun=NEW_DATA_RERUN) if r.rerun else r for r in runs)
+        groups = [replace(g, jobs=tuple(replace(j, new_data=True) for j in g.jobs)) for g in groups]
     return Upgrade(
         old_label=old_label,
         old_minor=old_plan.config.cluster.kubernetes_version,
@@ -177,7 +181,7 @@ def compare(
         addons=addons,
         notes=tuple(notes),
         running=running,
-        data=data_changes(old_plan, new_plan),
+        data=data,
         runs=runs,
         jobs_only=new_plan.config.cluster.stack_reference is not None,
         deferred=tuple(n for _, jobs in deferred for n in jobs),

@@ -9,8 +9,9 @@ from typing import Any, Optional
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_ROLL, NODE_SURGE
 from stacks.config import ConfigError
 from stacks.plan import Plan
+from stacks.plan.job_changes import NEW_DATA_RERUN
 from stacks.plan.job_stops import JobStop
-from stacks.plan.minors import unpinned_note
+from stacks.plan.minors import unpinned_note, unset_minor
 from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S, NODE_SHUTDOWN_GRACE_S
 from stacks.plan.old_config import plan_old
 from stacks.plan.upgrade import GROUP_DELETION_MINUTES, Upgrade, compare
@@ -131,8 +132,9 @@ _KEY_WORDS = {
 }
 
 
-def _run_line(j: dict[str, Any]) -> str:
-    """A job whose run starts or ends, as the summary says it."""
+def _run_line(j: dict[str, Any], new_data: bool) -> str:
+    """A job whose run starts or ends, as the summary says it; ``new_data``: the update gives the jobs other shared
+    data (a ``data:`` line), so a new run starts from its first step whatever folder it has."""
     if j["action"] == "added":
         return f"  job {j['name']}: added, runs in {j['to']}"
     if j["action"] == "removed":
@@ -147,10 +149,16 @@ def _run_line(j: dict[str, Any]) -> str:
             f"  job {j['name']}: {j['how']} ({', '.join(j['reasons'])}) and starts again in its outputDir {j['to']}: "
             f"{j['rerun']}"
         )
+    start = (
+        NEW_DATA_RERUN
+        if new_data
+        else "it starts from its first step, unless an earlier run of this definition left that folder (a job set "
+        f"back): then {j['rerun']}"
+    )
+    kept = "with the old shared data (the data: line says whether it stays)" if new_data else "on the shared volume"
     return (
-        f"  job {j['name']}: a new run ({', '.join(j['reasons'])}) in {j['to']}: {j['how']}; {j['from']} stays on "
-        f"the shared volume\n    it starts from its first step, unless an earlier run of this definition left that "
-        f"folder (a job set back): then {j['rerun']}"
+        f"  job {j['name']}: a new run ({', '.join(j['reasons'])}) in {j['to']}: {j['how']}; {j['from']} stays "
+        f"{kept}\n    {start}"
     )
 
 
@@ -190,7 +198,7 @@ def render_upgrade(r: dict[str, Any]) -> str:
         lines += _cluster_lines(r)
     if r["data"]:
         lines.append("  jobs: every job starts from its first step on the shared data the data: line names")
-    lines.extend(_run_line(j) for j in r["jobs"])
+    lines.extend(_run_line(j, bool(r["data"])) for j in r["jobs"])
     lines.extend(
         f"  job {n}: an image or code folder it runs was read as it is now (a note says which): a change there starts "
         "it again, which this comparison cannot see; the preview shows it"
@@ -325,6 +333,8 @@ def _duration_line(r: dict[str, Any]) -> str:
         )
     k = r["kubernetesVersion"]
     timed = [g for g in r["nodeGroups"] if g["action"] != "update"]
+    if not r["expectedMinutes"] and timed and all(g["action"] == "shrink" for g in timed):
+        return "  expected duration: no roll: EKS terminates the nodes a smaller group no longer needs"
     if timed or r["addons"] or k["from"] != k["to"] or k.get("running"):
         counted = [
             *(["an autoscaled group at its maxSize"] if any(g["upTo"] for g in timed) else []),
@@ -350,7 +360,9 @@ def _duration_line(r: dict[str, Any]) -> str:
 def compare_stacks(old: str, stack: str, stack_file: Optional[Path], plan: Plan, *, as_json: bool = False) -> str:
     """The ``--from`` summary of the stack planned as ``plan`` against ``old``, as text or JSON; a broken upgrade
     rule raises :class:`StackLoadError` with the configuration error's message (the command exits 2)."""
-    read, old_plan = plan_old(old, stack, stack_file)
+    read, old_plan = plan_old(
+        old, stack, stack_file, None if unset_minor(plan) else plan.config.cluster.kubernetes_version
+    )
     try:
         u = compare(old_plan, plan, read.label, from_file=True)
     except ConfigError as exc:

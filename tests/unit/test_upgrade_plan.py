@@ -34,6 +34,7 @@ from stacks.plan import Plan, build_plan
 from stacks.plan.checklist import quota_needs
 from stacks.plan.flavor_change import flavor_record, flavor_records
 from stacks.plan.installs import EKS_DEFAULT, installed_versions
+from stacks.plan.job_changes import NEW_DATA_RERUN
 from stacks.plan.minors import minor_problems, moved_default_problem, unpinned_note, unset_minor
 from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.nodes import RELEASE_SUFFIX, AmiPlan
@@ -1064,6 +1065,41 @@ def test_from_a_file_says_it_reads_the_folders_as_they_are_now(tmp_path: Path) -
     assert f"  note: {old} is a file: the image and code folders are read as they are now" in out, out
 
 
+def test_a_pin_below_the_default_an_unpinned_file_is_read_with_is_compared_as_the_running_minor(tmp_path: Path) -> None:
+    """An old file without a minor is read at this version's default; a new pin EKS could not move to from it (lower,
+    or past one minor) is the minor the cluster most likely runs, kept after a project update raised the default, so
+    the comparison takes it and says so, rather than refuse and tell the user to upgrade. A pin one minor up is still
+    compared with the default: an upgrade."""
+    import yaml
+
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(yaml.safe_dump({"config": preset("dev")}))
+    (dmaj, dmin) = minor_number(DEFAULT_KUBERNETES_VERSION)
+    below = f"{dmaj}.{dmin - 1}"
+    assert below in SUPPORTED_KUBERNETES_VERSIONS
+    new.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion=below)}))
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(new), "--from", str(old))
+    assert code == 0, err
+    assert f"  Kubernetes {below}: unchanged" in out and "node groups: none rolls" in out
+    assert (
+        f"this version's default, {DEFAULT_KUBERNETES_VERSION}, cannot be the minor before the {below} the stack file "
+        f"pins: compared as if the cluster runs {below}"
+    ) in out
+    assert "read as this version's default" not in out
+
+    # the same pin against an old file that sets the default: the cluster runs it, and the move down is refused
+    old.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion=DEFAULT_KUBERNETES_VERSION)}))
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(new), "--from", str(old))
+    assert code == 2 and f"{below} is older than the running {DEFAULT_KUBERNETES_VERSION}" in err
+
+    # the default pinned: compared with the default, as before
+    old.write_text(yaml.safe_dump({"config": preset("dev")}))
+    new.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion=DEFAULT_KUBERNETES_VERSION)}))
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(new), "--from", str(old))
+    assert code == 0, err
+    assert f"read as this version's default, {DEFAULT_KUBERNETES_VERSION}; if the running cluster runs" in out
+
+
 def _committed_dev(tmp_path: Path, minor: str) -> Path:
     """A git repository in ``tmp_path`` of one commit: ``Pulumi.yaml`` and a dev stack file pinned to ``minor``."""
     import yaml
@@ -1543,6 +1579,32 @@ def test_moving_a_running_stack_to_another_region_is_refused_offline_and_at_depl
     assert new_region_problem(moved_plan, LastUpdate()) is None  # nothing exported: a first update
 
 
+def test_jobs_on_new_shared_data_start_from_their_first_step() -> None:
+    """A change that gives the jobs other shared data (a data: line) leaves nothing to resume from: the jobs' lines
+    and the roll's stops say they start from their first step, not that they resume, as every kind's rerun text and
+    the rendezvous's stop would say otherwise."""
+    old = preset("p5")
+    moved = copy.deepcopy(old)
+    moved[P + "nodeGroups"]["gpu"]["availabilityZone"] = "us-east-1b"  # FSx stays in its subnet: a new file system
+    u = compare(plan_of("p5", old), plan_of("p5", moved))
+    assert u.data and u.runs and all(r.rerun in ("", NEW_DATA_RERUN) for r in u.runs), u.runs
+    text = render_upgrade(upgrade_report(u))
+    assert "resume" not in text and "latest checkpoint" not in text, text
+    assert "in /data/runs/train-" in text and f": {NEW_DATA_RERUN}" in text, text
+
+    # EFS to FSx with the system group rolled (the Lustre client): etcd moves, and the pods start on the new data
+    g6 = preset("g6")
+    fsx = {**g6, P + "storage": {"backend": "fsx", "fsx": {"availabilityZone": "us-east-1a"}}}
+    u = compare(plan_of("g6", g6), plan_of("g6", fsx))
+    stops = [j for g in u.groups for j in g.jobs if j.rendezvous]
+    assert stops and all(j.new_data for j in stops), u.groups
+    text = render_upgrade(upgrade_report(u))
+    assert "from their first step on the new shared data" in text and "resuming from it" not in text, text
+    # the same roll without new data resumes from the stop checkpoint
+    (stop,) = stops[:1]
+    assert "resuming from it" in replace(stop, new_data=False).what
+
+
 def _pinned(zone: str) -> dict[str, Any]:
     cfg = preset("dev")
     cfg[P + "nodeGroups"] = {"cpu": {**cfg[P + "nodeGroups"]["cpu"], "availabilityZone": zone}}
@@ -1568,15 +1630,47 @@ def test_a_change_of_the_vpcs_zones_is_refused_where_the_regions_zones_are_known
     new: dict[str, Any], said: str
 ) -> None:
     """EKS keeps the zones a cluster was made in (its later subnets must be in them), and the mount targets follow the
-    zones' order: `pulumi up`, which reads the region's zones, refuses; an offline plan says it cannot tell."""
+    zones' order: `pulumi up`, which reads the region's zones, refuses; an offline plan refuses another number of
+    zones, and says it cannot tell where the region's zones decide."""
     base = plan_of("dev", preset("dev"))
     with pytest.raises(ConfigError) as err:
         compare(base, plan_of("dev", new), region=REGION)
     (problem,) = err.value.problems
     assert said in problem and "EKS keeps the zones a cluster was made in" in problem, problem
     assert "to keep them, set eks-training:network.availabilityZones to [us-east-1a, us-east-1b]" in problem, problem
+    if plan_of("dev", new).config.network.zone_count != base.config.network.zone_count:
+        problem = _refused(base, plan_of("dev", new))
+        assert "the VPC's zones change (availabilityZoneCount 2 -> availabilityZoneCount 3)" in problem, problem
+        return
     u = compare(base, plan_of("dev", new))
     assert any("the zones are chosen differently" in n and "`pulumi up` refuses it" in n for n in u.notes), u.notes
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        (
+            {"availabilityZoneCount": 2},
+            {"availabilityZoneCount": 3, "availabilityZones": ["us-east-1a", "us-east-1b", "us-east-1c"]},
+        ),
+        ({"availabilityZones": ["us-east-1a", "us-east-1b"]}, {"availabilityZones": ["us-east-1a", "us-east-1c"]}),
+        ({"availabilityZones": ["use1-az1", "use1-az2"]}, {"availabilityZones": ["use1-az2", "use1-az1"]}),
+    ],
+    ids=["a count and a longer list", "two lists of names", "two lists of IDs in another order"],
+)
+def test_a_change_of_zones_certain_offline_is_refused_offline(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Another number of zones, or two lists of one form (names, or IDs) that differ, give the VPC other zones in any
+    region: an offline plan refuses them as `pulumi up` would, naming the keys and the zones to keep."""
+    problem = _refused(plan_of("dev", _network("dev", **old)), plan_of("dev", _network("dev", **new)))
+    assert "the VPC's zones change" in problem and "EKS keeps the zones a cluster was made in" in problem, problem
+    assert problem.startswith("eks-training:network.availabilityZones"), problem
+
+
+def test_names_against_ids_are_not_decided_offline() -> None:
+    """A list of zone names against a list of zone IDs may be the same zones: only the region's zones tell."""
+    old = plan_of("dev", _network("dev", availabilityZones=["us-east-1a", "us-east-1b"]))
+    u = compare(old, plan_of("dev", _network("dev", availabilityZones=["use1-az1", "use1-az2"])))
+    assert any("the zones are chosen differently" in n for n in u.notes), u.notes
 
 
 def test_what_keeps_the_vpc_and_its_subnets_is_no_network_change() -> None:
@@ -1601,7 +1695,9 @@ def test_a_subnet_block_is_refused_whether_or_not_the_zones_are_known() -> None:
     base = plan_of("dev", preset("dev"))
     moved = plan_of(
         "dev",
-        _network("dev", availabilityZoneCount=3, privateSubnetCidrs=["10.0.0.0/19", "10.0.64.0/18", "10.0.128.0/18"]),
+        _network(
+            "dev", availabilityZones=["us-east-1a", "us-east-1b"], privateSubnetCidrs=["10.0.0.0/19", "10.0.64.0/18"]
+        ),
     )
 
     class Unplaceable(RegionZones):
@@ -2507,6 +2603,7 @@ def test_a_fixed_group_made_smaller_names_the_jobs_whose_pods_may_stop() -> None
         "nodeGroups.cpu gets smaller, no roll: desiredSize 2 -> 1: EKS terminates 1 of its 2 nodes, whatever" in text
     ), text
     assert "    job train: its pods on the nodes EKS terminates stop" in text, text
+    assert "  expected duration: no roll: EKS terminates the nodes a smaller group no longer needs" in text, text
     # the system group: etcd, the job's rendezvous, may run on the node that goes
     system = copy.deepcopy(old)
     system[P + "systemNodeGroup"].update(minSize=1, desiredSize=1, maxSize=1)
