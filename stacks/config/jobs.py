@@ -500,8 +500,8 @@ class JobConfig(Model):
         return v
 
     @property
-    def elastic(self) -> bool:
-        """Node count given as a range (minNodes/maxNodes)."""
+    def sets_node_range(self) -> bool:
+        """The job gives its node count as a range (minNodes or maxNodes), which only an elastic kind reads."""
         return self.min_nodes is not None or self.max_nodes is not None
 
     @property
@@ -531,7 +531,7 @@ class JobConfig(Model):
         kind takes."""
         problems: list[tuple[str, str]] = []
         kind = KINDS[self.kind]
-        if self.elastic and not kind.elastic:
+        if self.sets_node_range and not kind.elastic:
             problems.append(
                 (
                     "minNodes" if self.min_nodes is not None else "maxNodes",
