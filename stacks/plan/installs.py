@@ -7,7 +7,7 @@ The next one compares the record with the same configuration under the new versi
 (:func:`version_moves`), so ``pulumi up``'s summary names what a new version moves: a chart, an operator, an add-on
 pin, etcd. A launch template it changes is a roll of its group, which the summary's node groups name
 (:func:`stacks.plan.upgrade.compare`); a pinned release is compared with the one the group runs. Its add-ons' lines
-and the VPC CNI's one-minor step start from the record too (:func:`stacks.plan.upgrade.deployed_version`).
+and the VPC CNI's one-minor step start from the record too (:func:`stacks.plan.addon_changes.deployed_version`).
 """
 
 from typing import Collection, Mapping, Optional

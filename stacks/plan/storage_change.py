@@ -1,0 +1,261 @@
+"""What an update of a running stack does to its shared storage: the changes the provider would make by replacing
+what holds the jobs' data (refused, :func:`storage_problems`), the other shared data a change gives the jobs (the
+summary's ``data:`` lines, :func:`data_changes`), and what an in-place change of the file system means while jobs run
+(:func:`storage_notes`)."""
+
+from typing import Optional
+
+from stacks.config import key
+from stacks.config.base import quantity_value
+from stacks.config.storage import FsxConfig, StorageConfig
+from stacks.plan import Plan
+
+
+def storage_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """Why ``pulumi up`` must not move the stack's storage from ``old_plan`` to ``new_plan``: a change EFS cannot
+    make in place, a claim Kubernetes cannot resize; each names its key."""
+    return _efs_mode_problems(old_plan, new_plan) + _claim_size_problems(old_plan, new_plan)
+
+
+def storage_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """What the update does to the storage it keeps: a new StorageClass, an FSx file system grown, linked to another
+    bucket, switched to another metadata mode or throughput tier."""
+    return (
+        _storage_class_notes(old_plan, new_plan)
+        + _fsx_growth_notes(old_plan, new_plan)
+        + _fsx_bucket_notes(old_plan, new_plan)
+        + _fsx_metadata_notes(old_plan, new_plan)
+        + _fsx_throughput_notes(old_plan, new_plan)
+    )
+
+
+def _efs_mode_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A new performance mode of the EFS file system the stack made: EFS cannot change it, so the provider would
+    replace the file system (terraform-provider-aws ``aws_efs_file_system``: ``performance_mode`` forces a new one),
+    deleting its data, while the shared claim stays bound to the old one."""
+    a, b = old_plan.config.storage, new_plan.config.storage
+    made = a.backend == b.backend == "efs" and a.file_system_id is None and b.file_system_id is None
+    if not made or a.performance_mode == b.performance_mode:
+        return []
+    return [
+        f"{key('storage.performanceMode')}: {a.performance_mode} -> {b.performance_mode} would replace the EFS file "
+        "system this stack made, and its data with it (EFS cannot change a file system's performance mode): set it "
+        f"back to {a.performance_mode}, or make a new stack"
+    ]
+
+
+def _claim_size_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A new ``storage.capacity`` for EFS claims that stay (the shared claim, the teams'): Kubernetes grows a bound
+    claim only when its StorageClass allows expansion, and the EFS one does not (EFS is elastic); it never shrinks one
+    (kubernetes plugin/pkg/admission/storage/persistentvolume/resize, and the claim's update validation). `pulumi up`
+    would fail at the claim."""
+    a, b = old_plan.config.storage, new_plan.config.storage
+    if not a.backend == b.backend == "efs" or quantity_value(a.capacity) == quantity_value(b.capacity):
+        return []
+    if (a.pvc_name, a.storage_class_name) != (b.pvc_name, b.storage_class_name):
+        return []  # new claims (pulumi-kubernetes replaces a claim whose storageClassName changes)
+    plans = (old_plan, new_plan)
+    spaces = set.intersection(*({t.namespace for t in p.admission.teams} if p.admission else set() for p in plans))
+    if a.namespace == b.namespace:
+        spaces.add(b.namespace)
+    if not spaces:
+        return []
+    claims = ", ".join(f"{ns}/{b.pvc_name}" for ns in sorted(spaces))
+    return [
+        f"{key('storage.capacity')}: {a.capacity} -> {b.capacity}: Kubernetes cannot resize the claims {claims} "
+        "(a bound claim grows only when its StorageClass allows expansion, and the EFS one does not; it never "
+        f"shrinks), so `pulumi up` would fail there: set it back to {a.capacity}. EFS is elastic: the capacity is "
+        "nominal and limits nothing"
+    ]
+
+
+def _fsx_updated(old_plan: Plan, new_plan: Plan) -> Optional[tuple[FsxConfig, FsxConfig]]:
+    """The old and new FSx settings of a file system the stack made and updates in place: kept on FSx, not an
+    adopted one, not replaced (:func:`_fsx_replaced`)."""
+    a, b = old_plan.config.storage, new_plan.config.storage
+    if a.backend != "fsx" or b.backend != "fsx" or a.fsx is None or b.fsx is None or b.file_system_id is not None:
+        return None
+    return None if _fsx_replaced(old_plan, new_plan) else (a.fsx, b.fsx)
+
+
+def _fsx_bucket_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """An FSx file system the stack keeps, linked now to a bucket of the user's (``dataRepository.s3Path``): the data
+    bucket the stack made for it goes (components/storage/fsx.py), unless the state says to keep it. The file system
+    keeps its files, so the jobs keep their data."""
+    a, b = old_plan.config.storage, new_plan.config.storage
+    if b.backend != "fsx" or a.file_system_id or b.file_system_id or not a.makes_data_bucket or b.makes_data_bucket:
+        return []  # leaving FSx, or another file system: data_changes names the bucket with the file system
+    fate = (
+        "storage.retainOnDelete keeps it in AWS"
+        if a.retain_on_delete
+        else "it is deleted with everything in it, the datasets and what was exported (storage.retainOnDelete was not "
+        "applied): copy what you need first (aws s3 sync)"
+    )
+    return [
+        f"{key('storage.fsx.dataRepository.s3Path')} unset -> {b.fsx_settings.data_repository.s3_path}: the file "
+        f"system links to that bucket instead of the one the stack made, and {fate}"
+    ]
+
+
+def _fsx_growth_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A larger FSx file system the stack made grows in place (FSx's UpdateFileSystem): what the jobs see meanwhile.
+    Its claim keeps the size it was made with (:func:`components.storage.csi.shared_claim`)."""
+    both = _fsx_updated(old_plan, new_plan)
+    if both is None or both[1].storage_capacity_gib <= both[0].storage_capacity_gib:
+        return []
+    fa, fb = both
+    return [
+        f"{key('storage.fsx.storageCapacityGib')} {fa.storage_capacity_gib} -> {fb.storage_capacity_gib}: FSx grows "
+        "the file system in place. It may be unavailable for a few minutes (the jobs' file operations wait, then go "
+        "on), then it spreads the data over the new servers for hours to days, slower meanwhile. FSx refuses another "
+        "increase within 6 hours of this one. The claim keeps its first size; `kubectl get pv` shows the new one"
+    ]
+
+
+def _storage_class_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A new ``storageClassName``: the StorageClass and the shared claim are made anew (a claim's class cannot
+    change); the old claim goes only once no pod mounts it."""
+    a, b = old_plan.config.storage, new_plan.config.storage
+    if a.backend != "efs" or b.backend != "efs" or a.storage_class_name == b.storage_class_name:
+        return []
+    return [
+        f"{key('storage.storageClassName')} {a.storage_class_name} -> {b.storage_class_name}: the StorageClass and "
+        "the shared claim are made anew, on the same folder of the file system (the class's subPathPattern). "
+        "The teams' claims are made anew too. Kubernetes deletes an old claim only once no pod mounts it, so `pulumi "
+        "up` waits for the running jobs' pods, the teams' too (10 minutes at most, then the update fails): let them "
+        "finish first"
+    ]
+
+
+def _deleted(a: StorageConfig, *, bucket: bool) -> str:
+    """What becomes of the old file system (and, with ``bucket``, the data bucket the stack made for it) when the
+    stack stops registering it: deleted, unless its state says to keep it (retainOnDelete, as last applied); one it
+    adopted (fileSystemId) was never the stack's to delete."""
+    if a.file_system_id is not None:
+        return ""
+    if a.retain_on_delete:
+        return f"; storage.retainOnDelete keeps the old file system{' and its data bucket' * bucket} in AWS"
+    return (
+        "; the old file system is deleted with its data"
+        + (", and the data bucket the stack made, with everything in it (the datasets and what was exported)" * bucket)
+        + " (storage.retainOnDelete was not applied)"
+    )
+
+
+def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
+    """The changes that replace the cluster or give the jobs other shared data than they had, each as a line that
+    names its key. A jobs-only stack has neither of its own."""
+    old, new = old_plan.config, new_plan.config
+    if new.cluster.stack_reference is not None:
+        return ()
+    a, b = old.storage, new.storage
+    deleted = _deleted(a, bucket=False)
+    # where the stack stops making its FSx storage, the data bucket it made (no dataRepository.s3Path) goes too
+    # (components/storage/fsx.py); a new FSx file system keeps it
+    gone = _deleted(a, bucket=a.makes_data_bucket)
+    found = []
+    if old.cluster_name != new.cluster_name:
+        # every resource's name starts with clusterName (stacks/environment.py)
+        made = ["the cluster, its nodes and jobs"] + ["the VPC"] * (new.network is not None)
+        made += ["the file system"] * (a.file_system_id is None)
+        found.append(
+            f"{key('clusterName')} {old.cluster_name} -> {new.cluster_name}: every resource of the stack is "
+            f"replaced under the new name ({', '.join(made)}){gone}"
+        )
+    elif a.backend != b.backend:
+        found.append(f"{key('storage.backend')} {a.backend} -> {b.backend}: a new, empty file system{gone}")
+    elif a.file_system_id != b.file_system_id:
+        found.append(
+            f"{key('storage.fileSystemId')} {a.file_system_id or 'unset'} -> {b.file_system_id or 'unset'}: the jobs "
+            f"get another file system{gone}"
+        )
+    elif b.backend == "efs" and (a.namespace, a.pvc_name) != (b.namespace, b.pvc_name):
+        # the EFS StorageClass's subPathPattern ${.PVC.namespace}/${.PVC.name} (components/storage/efs.py)
+        changed = [
+            k for k, x, y in (("namespace", a.namespace, b.namespace), ("pvcName", a.pvc_name, b.pvc_name)) if x != y
+        ]
+        found.append(
+            f"{' and '.join(key('storage.' + k) for k in changed)}: the claim {a.namespace}/{a.pvc_name} -> "
+            f"{b.namespace}/{b.pvc_name}; on EFS each claim has a folder of its own, so the jobs get that claim's "
+            "folder, empty unless the claim was used before (the old folder stays)"
+        )
+    elif b.backend == "fsx" and a.file_system_id is None and b.file_system_id is None:
+        found += [f"{what}: a new, empty file system{deleted}" for what in _fsx_replaced(old_plan, new_plan)]
+    return tuple(found)
+
+
+def _fsx_replaced(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """The changes of a file system the stack made that make the provider replace it (terraform-provider-aws
+    ``aws_fsx_lustre_file_system``: ``subnet_ids`` forces a new one, and so do a smaller ``storage_capacity`` and
+    fewer provisioned metadata IOPS: FSx grows them but never shrinks them), each naming its key."""
+    a, b = old_plan.storage, new_plan.storage
+    fa, fb = a.fsx, b.fsx
+    found: list[str] = []
+    if fa is None or fb is None:
+        return found
+    if (a.zone, a.subnet_id) != (b.zone, b.subnet_id):
+        where = f"{a.zone or a.subnet_id} -> {b.zone or b.subnet_id}"
+        found.append(f"{b.zone_key} {where}: FSx keeps a file system in the subnet it was made in")
+    if fb.storage_capacity_gib < fa.storage_capacity_gib:
+        found.append(
+            f"{key('storage.fsx.storageCapacityGib')} {fa.storage_capacity_gib} -> {fb.storage_capacity_gib}: FSx "
+            "grows a file system but never shrinks it"
+        )
+    if fa.metadata_mode == fb.metadata_mode == "USER_PROVISIONED" and (fb.metadata_iops or 0) < (fa.metadata_iops or 0):
+        found.append(
+            f"{key('storage.fsx.metadataIops')} {fa.metadata_iops} -> {fb.metadata_iops}: FSx raises a file system's "
+            "metadata IOPS but never lowers them"
+        )
+    if fa.metadata_mode == "AUTOMATIC" and fb.metadata_mode == "USER_PROVISIONED":
+        # the provider compares the new IOPS with those in its state, which AUTOMATIC's read filled in
+        found.append(
+            f"{key('storage.fsx.metadataMode')} AUTOMATIC -> USER_PROVISIONED at {fb.metadata_iops} IOPS, if that is "
+            "below the IOPS AUTOMATIC gave the file system (FSx raises them with its capacity; "
+            f"`{_METADATA_IOPS_COMMAND}` prints them): set {key('storage.fsx.metadataIops')} to at least those"
+        )
+    return found
+
+
+#: The AWS CLI command that prints an FSx file system's metadata IOPS (FSx's DescribeFileSystems).
+_METADATA_IOPS_COMMAND = (
+    "aws fsx describe-file-systems --file-system-ids FS_ID "
+    "--query FileSystems[0].LustreConfiguration.MetadataConfiguration.Iops"
+)
+
+
+#: The AWS CLI command that switches an FSx file system's metadata to AUTOMATIC (FSx's UpdateFileSystem, no IOPS).
+_AUTOMATIC_COMMAND = (
+    "aws fsx update-file-system --file-system-id FS_ID --lustre-configuration 'MetadataConfiguration={Mode=AUTOMATIC}'"
+)
+
+
+def _fsx_throughput_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A new throughput tier of a file system the stack made: FSx switches its file servers in place
+    (UpdateFileSystem), and the file system may be unavailable meanwhile."""
+    both = _fsx_updated(old_plan, new_plan)
+    if both is None or both[0].throughput_per_tib == both[1].throughput_per_tib:
+        return []
+    fa, fb = both
+    return [
+        f"{key('storage.fsx.throughputPerTib')} {fa.throughput_per_tib} -> {fb.throughput_per_tib}: FSx switches the "
+        "file system's servers in place. It may be unavailable meanwhile, from moments up to an hour (`pulumi up` "
+        "waits up to 90 min), and the jobs' file operations wait: change it between jobs. The price follows the new "
+        "tier"
+    ]
+
+
+def _fsx_metadata_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A file system the stack made switched from USER_PROVISIONED metadata IOPS back to AUTOMATIC: the provider
+    sends the IOPS its state holds with the mode, where FSx takes none (terraform-provider-aws
+    ``expandLustreMetadataUpdateConfiguration``; FSx's UpdateFileSystemLustreMetadataConfiguration), and FSx refuses
+    the switch while the IOPS exceed AUTOMATIC's for the capacity."""
+    both = _fsx_updated(old_plan, new_plan)
+    if both is None or (both[0].metadata_mode, both[1].metadata_mode) != ("USER_PROVISIONED", "AUTOMATIC"):
+        return []
+    fa, fb = both
+    return [
+        f"{key('storage.fsx.metadataMode')} USER_PROVISIONED -> AUTOMATIC: the provider sends the {fa.metadata_iops} "
+        "IOPS with the new mode, which FSx refuses, so `pulumi up` would fail at the file system. Switch it yourself "
+        f"first: `{_AUTOMATIC_COMMAND}`, then `pulumi refresh`. FSx also refuses while the IOPS exceed what AUTOMATIC "
+        f"gives {fb.storage_capacity_gib} GiB: it never lowers them, so keep USER_PROVISIONED then"
+    ]
