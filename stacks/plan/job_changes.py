@@ -33,8 +33,9 @@ class JobRun:
     folder (a job set back)."""
 
 
-#: What a job's program does when it starts again where the change gives the jobs other shared data (a ``data:``
-#: line of the summary): the folder it ran in is not there, so it starts from its first step.
+#: What a job's program does when it starts again where the change gives the jobs a new file system (a ``data:`` line
+#: of the summary, :func:`stacks.plan.storage_change.new_data_is_empty`): its folder is not there, so it starts from
+#: its first step.
 NEW_DATA_RERUN = "it starts from its first step on the shared data the data: line names"
 
 

@@ -50,8 +50,6 @@ class JobStop:
     replaced, not when the group goes."""
     grace_s: int = 0
     """Its pods' grace period after SIGTERM (``stopGracePeriodSeconds``)."""
-    new_data: bool = False
-    """The update gives the jobs other shared data (a ``data:`` line): what they saved is not where they start again."""
 
     def _past_limit(self) -> str:
         """The clause that says the roll fails the job, when it uses more retries than the job has."""
@@ -68,11 +66,8 @@ class JobStop:
         where = "if it runs on a node EKS terminates, " if self.strategy == "shrink" else ""
         if self.rendezvous:
             return (
-                f"{where}its rendezvous, etcd, moves to a new system node: all its pods stop and start again (exit 69, "
-                "which uses no retry) from their first step on the new shared data"
-                if self.new_data
-                else f"{where}its rendezvous, etcd, moves to a new system node: all its pods stop with the stop "
-                "checkpoint and start again (exit 69, which uses no retry), resuming from it"
+                f"{where}its rendezvous, etcd, moves to a new system node: all its pods stop with the stop checkpoint "
+                "and start again (exit 69, which uses no retry), resuming from it"
             )
         if self.launcher:
             return (

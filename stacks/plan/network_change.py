@@ -53,11 +53,7 @@ def network_problems(
         if moved:
             return moved
     elif _zones_certainly_change(a, b):
-        return [
-            f"{' and '.join(key(k) for k in _zone_keys(a, b))}: the VPC's zones change ({_spec(a)} -> {_spec(b)}), "
-            f"whatever the region's zones are, and EKS keeps the zones a cluster was made in: keep {_spec(a)}; "
-            f"{INSTEAD}"
-        ]
+        return [_offline_zone_problem(a, b)]
     problems = []
     for field, old_cidrs, new_cidrs in zip(
         ("privateSubnetCidrs", "publicSubnetCidrs"), a.network.subnet_cidrs(), b.network.subnet_cidrs()
@@ -98,14 +94,42 @@ def _zone_problems(
 
 def _zones_certainly_change(a: StackConfig, b: StackConfig) -> bool:
     """Whether ``a`` and ``b`` give the VPC other zones whatever the region's are: another number of zones, or two
-    lists of zone names (or two of zone IDs) that differ, order included (each zone keeps its subnets' places)."""
+    lists of zone names (or two of zone IDs) that differ, order included (each zone keeps its subnets' places). A
+    count with zones pinned may resolve to more zones than it says (:func:`stacks.zones.choose_zones` adds the pinned
+    ones, and two EKS accepts), so only a list or an unpinned count has a known number."""
     assert a.network is not None and b.network is not None
     listed_a, listed_b = a.network.availability_zones, b.network.availability_zones
-    if a.network.zone_count != b.network.zone_count:
+    count_a, count_b = _known_count(a), _known_count(b)
+    if count_a is not None and count_b is not None and count_a != count_b:
         return True
     if not listed_a or not listed_b or listed_a == listed_b:
         return False
     return {bool(ZONE_ID_RE.match(z)) for z in [*listed_a, *listed_b]} in ({True}, {False})
+
+
+def _offline_zone_problem(a: StackConfig, b: StackConfig) -> str:
+    """The refusal of zones :func:`_zones_certainly_change` finds changed: other zones, or the same in another order,
+    which moves each place's subnet blocks, the NAT gateway (the first zone's) and the EFS mount targets."""
+    assert a.network is not None and b.network is not None
+    keys = " and ".join(key(k) for k in _zone_keys(a, b))
+    listed_a, listed_b = a.network.availability_zones or [], b.network.availability_zones or []
+    if listed_a and sorted(listed_a) == sorted(listed_b):
+        why = (
+            "the same zones in another order, and each place keeps its subnet blocks, the NAT gateway (the first "
+            "zone's) and the EFS mount target, which EC2 and EFS cannot move"
+        )
+    else:
+        why = "whatever the region's zones are, and EKS keeps the zones a cluster was made in"
+    return f"{keys}: the VPC's zones change ({_spec(a)} -> {_spec(b)}), {why}: keep {_spec(a)}; {INSTEAD}"
+
+
+def _known_count(cfg: StackConfig) -> Optional[int]:
+    """How many zones the VPC has, where the configuration alone says it: the zones listed, or a count with no zone
+    pinned; ``None`` otherwise."""
+    assert cfg.network is not None
+    if cfg.network.availability_zones:
+        return len(cfg.network.availability_zones)
+    return None if zone_pins(cfg) else cfg.network.availability_zone_count
 
 
 def network_notes(old: Plan, new: Plan) -> list[str]:

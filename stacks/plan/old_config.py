@@ -164,20 +164,21 @@ def _assumed_minor(
     config: dict[str, Any], label: str, pinned: Optional[str], hint: str = ""
 ) -> tuple[dict[str, Any], str]:
     """An old configuration whose minor nothing names (``label`` says which): read as this version's default, unless
-    the new stack file pins a minor EKS could not move to from it (lower, or more than one up). A pin is then most
-    likely the minor the cluster runs, kept after a project update raised the default, and the comparison takes it.
-    ``pulumi up`` reads the minor from its last update's record, and refuses a move down or a skip from there.
+    the new stack file pins a lower minor, which EKS could not move to. Such a pin most likely keeps the minor the
+    cluster runs, after a project update raised the default, and the comparison takes it. ``pulumi up`` reads the
+    minor from its last update's record, and refuses a move down from there.
     ``hint``: what the note of the default adds."""
-    if pinned is None or minor_step(DEFAULT_KUBERNETES_VERSION, pinned) in ("same", "up"):
+    if pinned is None or minor_step(DEFAULT_KUBERNETES_VERSION, pinned) != "down":
         return (
             config,
             f"{label} does not set {VERSION_KEY}: read as this version's default, {DEFAULT_KUBERNETES_VERSION}{hint}",
         )
     return _with_minor(config, pinned), (
-        f"{label} does not set {VERSION_KEY}, and this version's default, {DEFAULT_KUBERNETES_VERSION}, cannot be the "
-        f"minor before the {pinned} the stack file pins: compared as if the cluster runs {pinned}. `pulumi up` reads "
-        "the minor the cluster runs from its last update, and refuses a move down or past one minor; `aws eks "
-        "describe-cluster --name CLUSTER --query cluster.version` shows it"
+        f"{label} does not set {VERSION_KEY}. EKS never moves a cluster down, so this version's default, "
+        f"{DEFAULT_KUBERNETES_VERSION}, cannot be what runs under the {pinned} the stack file pins: compared as if the "
+        f"cluster runs {pinned} (a pin most often keeps the running minor after a project update raised the default). "
+        f"If it runs {DEFAULT_KUBERNETES_VERSION}, `pulumi up` refuses {pinned}; `aws eks describe-cluster --name "
+        "CLUSTER --query cluster.version` shows what runs"
     )
 
 

@@ -184,6 +184,24 @@ def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
     return tuple(found)
 
 
+def new_data_is_empty(old_plan: Plan, new_plan: Plan) -> bool:
+    """Whether the other shared data :func:`data_changes` names is a file system the update makes, which holds no
+    job's folder: under another cluster name or backend, made in place of an adopted one, or an FSx file system
+    replaced. A file system the stack adopts, or another EFS claim, may hold the folders."""
+    if not data_changes(old_plan, new_plan):
+        return False
+    old, new = old_plan.config, new_plan.config
+    a, b = old.storage, new.storage
+    if b.file_system_id is not None:
+        return False
+    return (
+        old.cluster_name != new.cluster_name
+        or a.backend != b.backend
+        or a.file_system_id is not None
+        or (b.backend == "fsx" and bool(_fsx_replaced(old_plan, new_plan)))
+    )
+
+
 def _fsx_replaced(old_plan: Plan, new_plan: Plan) -> list[str]:
     """The changes of a file system the stack made that make the provider replace it (terraform-provider-aws
     ``aws_fsx_lustre_file_system``: ``subnet_ids`` forces a new one, and so do a smaller ``storage_capacity`` and

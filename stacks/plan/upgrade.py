@@ -35,7 +35,7 @@ from stacks.plan.job_changes import NEW_DATA_RERUN, JobRun, deadline_notes, run_
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
 from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S
-from stacks.plan.storage_change import data_changes, storage_notes, storage_problems
+from stacks.plan.storage_change import data_changes, new_data_is_empty, storage_notes, storage_problems
 from stacks.zones import RegionZones
 
 #: A node group's deletion at the end of an update: EKS drains its nodes for up to DELETE_DRAIN_LIMIT_S, then
@@ -58,6 +58,8 @@ class Upgrade:
     running: Optional[str] = None
     #: Changes that replace the cluster or give the jobs other shared data (:func:`data_changes`).
     data: tuple[str, ...] = ()
+    #: That other shared data is a file system the update makes, with no job's folder (:func:`new_data_is_empty`).
+    data_empty: bool = False
     #: The jobs whose run starts or ends (:func:`run_changes`).
     runs: tuple[JobRun, ...] = ()
     #: A jobs-only stack: its cluster, minor and node groups are another stack's, which its own summary shows.
@@ -151,10 +153,9 @@ def compare(
         notes += _service_range_notes(old_plan, new_plan)
         notes += _removed_team_notes(old_plan, new_plan)
         notes += storage_notes(old_plan, new_plan)
-    data = data_changes(old_plan, new_plan)
-    if data:  # the jobs start again on other shared data: nothing there to resume from
+    empty = new_data_is_empty(old_plan, new_plan)
+    if empty:  # the jobs start again on a new file system: nothing there to resume from
         runs = tuple(replace(r, rerun=NEW_DATA_RERUN) if r.rerun else r for r in runs)
-        groups = [replace(g, jobs=tuple(replace(j, new_data=True) for j in g.jobs)) for g in groups]
     return Upgrade(
         old_label=old_label,
         old_minor=old_plan.config.cluster.kubernetes_version,
@@ -163,7 +164,8 @@ def compare(
         addons=addons,
         notes=tuple(notes),
         running=running,
-        data=data,
+        data=data_changes(old_plan, new_plan),
+        data_empty=empty,
         runs=runs,
         jobs_only=new_plan.config.cluster.stack_reference is not None,
         deferred=tuple(n for _, jobs in deferred for n in jobs),

@@ -71,6 +71,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
         ],
         "addons": [{"name": a.name, "from": a.old, "to": a.new} for a in u.addons],
         "data": list(u.data),
+        "dataEmpty": u.data_empty,
         "clusterReplaced": u.cluster_replaced,
         "jobs": [
             {
@@ -133,8 +134,8 @@ _KEY_WORDS = {
 
 
 def _run_line(j: dict[str, Any], new_data: bool) -> str:
-    """A job whose run starts or ends, as the summary says it; ``new_data``: the update gives the jobs other shared
-    data (a ``data:`` line), so a new run starts from its first step whatever folder it has."""
+    """A job whose run starts or ends, as the summary says it; ``new_data``: the update gives the jobs a new file
+    system (``dataEmpty``), so a new run starts from its first step whatever folder it has."""
     if j["action"] == "added":
         return f"  job {j['name']}: added, runs in {j['to']}"
     if j["action"] == "removed":
@@ -196,9 +197,14 @@ def render_upgrade(r: dict[str, Any]) -> str:
         )
     else:
         lines += _cluster_lines(r)
-    if r["data"]:
+    if r["data"] and r.get("dataEmpty"):
         lines.append("  jobs: every job starts from its first step on the shared data the data: line names")
-    lines.extend(_run_line(j, bool(r["data"])) for j in r["jobs"])
+    elif r["data"]:
+        lines.append(
+            "  jobs: each job starts again on the shared data the data: line names: from its first step where its "
+            "folder is not there"
+        )
+    lines.extend(_run_line(j, bool(r.get("dataEmpty"))) for j in r["jobs"])
     lines.extend(
         f"  job {n}: an image or code folder it runs was read as it is now (a note says which): a change there starts "
         "it again, which this comparison cannot see; the preview shows it"

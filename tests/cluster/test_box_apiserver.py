@@ -15,6 +15,7 @@ import yaml
 from components.scheduling import system_node_selector
 from stacks.box import build as box_build
 from stacks.box.apply import apply_stack
+from stacks.box.cluster import BoxError
 from stacks.box.processes import process_alive
 from tests.cluster.support import MINORS, STACKS, _box, _ref, _remove, _self_contained
 from tests.quantities import quantities
@@ -193,31 +194,41 @@ def test_the_control_plane_outlives_a_stalled_machine(binaries, tmp_path) -> Non
         pids_dir = box.home / "kwok" / "clusters" / box.name / "pids"
         pids = {c: int((pids_dir / f"{c}.pid").read_text()) for c in ("kube-controller-manager", "kube-scheduler")}
         apiserver = int((pids_dir / "kube-apiserver.pid").read_text())
-        _made_a_pod(box, pids, "before-stall")
+        _made_a_pod(box, "before-stall")
         os.kill(apiserver, signal.SIGSTOP)
         try:
             time.sleep(20)
         finally:
             os.kill(apiserver, signal.SIGCONT)
         time.sleep(5)  # past a renew attempt after the stall: an elector would have given up by now
-        _made_a_pod(box, pids, "after-stall")
+        _made_a_pod(box, "after-stall")
         alive = {c: process_alive(pid) for c, pid in pids.items()}
         assert all(alive.values()), alive
 
 
-def _made_a_pod(box, pids: dict[str, int], name: str) -> None:
+def _made_a_pod(box, name: str) -> None:
     """A Deployment ``name`` in ``default`` gets a pod from the controller manager; else the failure says what the box
     shows: its components alive or not, the namespace's events, the controller manager's log's end."""
     box.kubectl("create", "deployment", name, "--image=registry.k8s.io/pause:3.10", "-n", "default")
     deadline = time.monotonic() + patient(60)
-    while not box.get("pods", "-n", "default", "-l", f"app={name}")["items"]:
+    while not _pods(box, name):
         if time.monotonic() > deadline:
             events = box.kubectl("get", "events", "-n", "default", check=False).stdout
-            alive = {c: process_alive(pid) for c, pid in pids.items()}
+            gone = box.exited()
             log = box.home / "kwok" / "clusters" / box.name / "logs" / "kube-controller-manager.log"
             tail = log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)"
-            raise AssertionError(f"no pod of {name}; alive: {alive}\nevents:\n{events}\ncontroller manager:\n{tail}")
+            raise AssertionError(
+                f"no pod of {name}; components gone: {gone or 'none'}\nevents:\n{events}\ncontroller manager:\n{tail}"
+            )
         time.sleep(0.5)
+
+
+def _pods(box, name: str) -> list:
+    """The pods of Deployment ``name``; none while the apiserver answers with an error (it is waited for above)."""
+    try:
+        return box.get("pods", "-n", "default", "-l", f"app={name}")["items"]
+    except (BoxError, OSError):
+        return []
 
 
 def test_a_control_plane_component_that_exits_is_noticed(binaries, tmp_path, monkeypatch) -> None:

@@ -1082,9 +1082,10 @@ def test_a_pin_below_the_default_an_unpinned_file_is_read_with_is_compared_as_th
     assert code == 0, err
     assert f"  Kubernetes {below}: unchanged" in out and "node groups: none rolls" in out
     assert (
-        f"this version's default, {DEFAULT_KUBERNETES_VERSION}, cannot be the minor before the {below} the stack file "
+        f"this version's default, {DEFAULT_KUBERNETES_VERSION}, cannot be what runs under the {below} the stack file "
         f"pins: compared as if the cluster runs {below}"
     ) in out
+    assert f"If it runs {DEFAULT_KUBERNETES_VERSION}, `pulumi up` refuses {below}" in out
     assert "read as this version's default" not in out
 
     # the same pin against an old file that sets the default: the cluster runs it, and the move down is refused
@@ -1580,29 +1581,26 @@ def test_moving_a_running_stack_to_another_region_is_refused_offline_and_at_depl
 
 
 def test_jobs_on_new_shared_data_start_from_their_first_step() -> None:
-    """A change that gives the jobs other shared data (a data: line) leaves nothing to resume from: the jobs' lines
-    and the roll's stops say they start from their first step, not that they resume, as every kind's rerun text and
-    the rendezvous's stop would say otherwise."""
+    """A change that gives the jobs a new file system (a data: line) leaves nothing to resume from: the jobs' lines say
+    they start from their first step, not that they resume; where the other shared data may hold their folders (an
+    adopted file system, another EFS claim), the summary says so."""
     old = preset("p5")
     moved = copy.deepcopy(old)
     moved[P + "nodeGroups"]["gpu"]["availabilityZone"] = "us-east-1b"  # FSx stays in its subnet: a new file system
     u = compare(plan_of("p5", old), plan_of("p5", moved))
-    assert u.data and u.runs and all(r.rerun in ("", NEW_DATA_RERUN) for r in u.runs), u.runs
+    assert u.data and u.data_empty and u.runs and all(r.rerun in ("", NEW_DATA_RERUN) for r in u.runs), u.runs
     text = render_upgrade(upgrade_report(u))
-    assert "resume" not in text and "latest checkpoint" not in text, text
+    assert "latest checkpoint" not in text, text
     assert "in /data/runs/train-" in text and f": {NEW_DATA_RERUN}" in text, text
+    assert "  jobs: every job starts from its first step" in text, text
 
-    # EFS to FSx with the system group rolled (the Lustre client): etcd moves, and the pods start on the new data
-    g6 = preset("g6")
-    fsx = {**g6, P + "storage": {"backend": "fsx", "fsx": {"availabilityZone": "us-east-1a"}}}
-    u = compare(plan_of("g6", g6), plan_of("g6", fsx))
-    stops = [j for g in u.groups for j in g.jobs if j.rendezvous]
-    assert stops and all(j.new_data for j in stops), u.groups
+    # the stack's own EFS file system, kept, adopted again: its folders are there
+    kept = {**preset("dev"), P + "storage": {"retainOnDelete": True}}
+    adopted = {**preset("dev"), P + "storage": {"retainOnDelete": True, "fileSystemId": "fs-0123456789abcdef0"}}
+    u = compare(plan_of("dev", kept), plan_of("dev", adopted))
+    assert u.data and not u.data_empty, u
     text = render_upgrade(upgrade_report(u))
-    assert "from their first step on the new shared data" in text and "resuming from it" not in text, text
-    # the same roll without new data resumes from the stop checkpoint
-    (stop,) = stops[:1]
-    assert "resuming from it" in replace(stop, new_data=False).what
+    assert "from its first step where its folder is not there" in text and "every job starts from" not in text, text
 
 
 def _pinned(zone: str) -> dict[str, Any]:
@@ -1654,9 +1652,9 @@ def test_a_change_of_the_vpcs_zones_is_refused_where_the_regions_zones_are_known
             {"availabilityZoneCount": 3, "availabilityZones": ["us-east-1a", "us-east-1b", "us-east-1c"]},
         ),
         ({"availabilityZones": ["us-east-1a", "us-east-1b"]}, {"availabilityZones": ["us-east-1a", "us-east-1c"]}),
-        ({"availabilityZones": ["use1-az1", "use1-az2"]}, {"availabilityZones": ["use1-az2", "use1-az1"]}),
+        ({"availabilityZones": ["use1-az1", "use1-az2"]}, {"availabilityZones": ["use1-az1", "use1-az4"]}),
     ],
-    ids=["a count and a longer list", "two lists of names", "two lists of IDs in another order"],
+    ids=["a count and a longer list", "two lists of names", "two lists of IDs"],
 )
 def test_a_change_of_zones_certain_offline_is_refused_offline(old: dict[str, Any], new: dict[str, Any]) -> None:
     """Another number of zones, or two lists of one form (names, or IDs) that differ, give the VPC other zones in any
@@ -1664,6 +1662,30 @@ def test_a_change_of_zones_certain_offline_is_refused_offline(old: dict[str, Any
     problem = _refused(plan_of("dev", _network("dev", **old)), plan_of("dev", _network("dev", **new)))
     assert "the VPC's zones change" in problem and "EKS keeps the zones a cluster was made in" in problem, problem
     assert problem.startswith("eks-training:network.availabilityZones"), problem
+
+
+def test_a_count_with_a_pinned_zone_is_not_a_known_number_of_zones_offline() -> None:
+    """A count with a zone pinned resolves to the pinned zones plus enough others (and two EKS accepts), possibly
+    more than the count: listing the zones the VPC has, as the refusals advise, or raising the count to them, is
+    not refused offline; with the region's zones, the same lists compare equal."""
+    pinned = _pinned("us-east-1e")  # use1-az3 in the test region: EKS refuses it for the control plane
+    old = plan_of("dev", pinned)
+    zones = REGION.of(old.config)
+    assert len(zones) == 3, zones
+    listed = copy.deepcopy(pinned)
+    listed[P + "network"] = {**listed[P + "network"], "availabilityZones": zones, "availabilityZoneCount": 3}
+    counted = copy.deepcopy(pinned)
+    counted[P + "network"] = {**counted[P + "network"], "availabilityZoneCount": 3}
+    for new in (listed, counted):
+        compare(old, plan_of("dev", new), region=REGION)
+        u = compare(old, plan_of("dev", new))
+        assert any("the zones are chosen differently" in n for n in u.notes), u.notes
+
+
+def test_the_same_zones_in_another_order_say_what_moves() -> None:
+    old = plan_of("dev", _network("dev", availabilityZones=["us-east-1a", "us-east-1b"]))
+    problem = _refused(old, plan_of("dev", _network("dev", availabilityZones=["us-east-1b", "us-east-1a"])))
+    assert "the same zones in another order" in problem and "EFS mount target" in problem, problem
 
 
 def test_names_against_ids_are_not_decided_offline() -> None:
@@ -2278,13 +2300,16 @@ def test_an_output_dir_set_to_the_running_folder_replaces_only_a_pytorch_jobs_po
 
 
 def test_new_shared_data_says_every_job_starts_again() -> None:
-    """A change that gives the jobs another file system (or claim) starts every job from its first step: the jobs
-    line says so beside the data line."""
+    """A change that gives the jobs another claim starts every job again on it, from its first step where its folder
+    is not there (a claim used before holds it): the jobs line says so beside the data line."""
     text = render_upgrade(
         upgrade_report(compare(plan_of("dev", preset("dev")), plan_of("dev", _storage("dev", pvcName="results"))))
     )
     assert "\n  data: " in text
-    assert "  jobs: every job starts from its first step on the shared data the data: line names" in text
+    assert (
+        "  jobs: each job starts again on the shared data the data: line names: from its first step where its folder "
+        "is not there"
+    ) in text
     assert "jobs: none restarts or starts a new run" not in text
 
 
