@@ -194,10 +194,16 @@ def outgoing_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     outgoing = [o for o in outgoing_groups(old_plan, new_plan) if o.group.capacity_type != "CAPACITY_BLOCK" and o.nodes]
     old_names = {g.name for g in old_plan.all_groups}
     creates = any(o.why == "replaced" for o in outgoing) or any(g.name not in old_names for g in new_plan.all_groups)
+    blocks = {g.name for g in new_plan.all_groups if g.capacity_type == "CAPACITY_BLOCK"}
     notes = []
     for o in outgoing:
         runs = f"{o.nodes} node(s) ({o.sized_by})"
-        if o.why == "replaced":
+        if o.why == "replaced" and o.group.name in blocks:
+            notes.append(
+                f"{o.group.path}: the new group runs nodes only while its Capacity Block is active, none before it "
+                f"starts; the old group's {runs} run until the end of this `pulumi up`, when Pulumi deletes it"
+            )
+        elif o.why == "replaced":
             notes.append(
                 f"{o.group.path}: the new group's nodes start beside the old group's {runs}. Both groups run until the "
                 "end of this `pulumi up`, when Pulumi deletes the old one. Your vCPU quota and your budget need room "
@@ -453,6 +459,18 @@ def _rolled_group(
     # ``tf-eks-node-group-update-order``): the roll runs under the strategy the group had
     rolls_under = was.node_update
     strategy = was.update_strategy if budgets_late else g.update_strategy
+    if was.capacity_type == g.capacity_type == "CAPACITY_BLOCK":
+        # an active block keeps the group's version and launch template, and a block not active has no nodes
+        # (components.nodegroup.TrainingNodeGroup._ignored_changes): the roll stops no running pod
+        return GroupChange(
+            path=g.path,
+            action="roll",
+            reasons=(*why, "only at 0 nodes, its Capacity Block not active (a note says why)"),
+            nodes=0,
+            strategy=strategy,
+            node_update=rolls_under,
+            no_surge=was.no_surge.why if was.no_surge is not None else None,
+        )
     return GroupChange(
         path=g.path,
         action="roll",

@@ -28,8 +28,6 @@ class JobStop:
     """Of its pods, how many its PodDisruptionBudget keeps through the roll."""
     surge: bool = True
     """EKS launches a node's replacement before the node goes (``DEFAULT``); else (``MINIMAL``) after it."""
-    capacity_block: bool = False
-    """The group runs on a Capacity Block, which frees a terminated instance's slot only after several minutes."""
     effect: str = ""
     """What a stopped pod does to the running job beyond the stop, as its kind says (:meth:`JobKind.node_stop`)."""
     failures: int = 0
@@ -113,13 +111,8 @@ class JobStop:
             return stop
         return (
             f"{stop}; the pod stops before the node that replaces its own is up (EKS terminates a node before "
-            f"launching its replacement), so it waits for that node's launch (about {NODE_SURGE.minutes:g} min"
-            + (
-                ", longer on its Capacity Block, which frees a terminated instance's slot after several minutes"
-                if self.capacity_block
-                else ""
-            )
-            + f") while EKS drains the next node: a wait past {EVICTION_LIMIT_MINUTES} minutes fails the group's "
+            f"launching its replacement), so it waits for that node's launch (about {NODE_SURGE.minutes:g} min) "
+            f"while EKS drains the next node: a wait past {EVICTION_LIMIT_MINUTES} minutes fails the group's "
             # waitForPodsReady's recoveryTimeout defaults to its timeout (source key ``kueue-recovery-timeout``)
             f"update, and one past {PODS_READY_TIMEOUT_S / 60:g} minutes makes Kueue stop the whole job and queue "
             "it again"
@@ -162,7 +155,6 @@ def job_stops(
         keeps = 0 if strategy == "shrink" else job.min_available
         if strategy != "shrink" and not old_budgets and now is not None and now.group.name == group:
             keeps = now.min_available
-        block = job.group.capacity_type == "CAPACITY_BLOCK"
         topology = strategy == "rolling" and group_network(old_plan, job.group) is not None
         out.append(
             JobStop(
@@ -172,7 +164,6 @@ def job_stops(
                 strategy=strategy,
                 keeps=keeps,
                 surge=surge,
-                capacity_block=block,
                 effect=kind.node_stop(job.nodes),
                 failures=kind.roll_failures(job.nodes) if strategy == "rolling" else 0,
                 limit=limit,

@@ -275,6 +275,8 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
             lines.append(
                 "    EKS applies them to its nodes; a job replaced for them (below) waits for that before it starts"
             )
+        elif g["action"] == "roll" and not g["nodes"]:
+            lines.append("    no running pod stops: it rolls with no node")
         elif not g["jobs"] and g["action"] != "add":
             lines.append("    no job of this stack file on it")
     return lines
@@ -317,7 +319,7 @@ def _timed_steps(r: dict[str, Any], timed: list[dict[str, Any]]) -> list[str]:
     )
     steps += [f"the add-ons ({d['addon']['minutes']:g} min)"] if r["addons"] else []
     slowest = max(timed, key=lambda g: g["minutes"], default=None)
-    if slowest is not None and slowest["action"] == "roll":
+    if slowest is not None and slowest["action"] == "roll" and slowest["minutes"]:
         steps.append(f"the slowest group's roll at {d['nodeRoll']['minutes']:g} min a node")
     elif slowest is not None and slowest["minutes"]:
         steps.append(f"a new group's creation ({d['nodeGroup']['minutes']:g} min)")

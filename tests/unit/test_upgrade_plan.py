@@ -793,26 +793,32 @@ def test_a_roll_that_changes_the_strategy_runs_under_the_old_one() -> None:
     assert "moves DEFAULT -> MINIMAL" in note and "this roll runs under DEFAULT" in note and "room" in note
 
 
-def test_a_minimal_rolls_job_line_names_the_capacity_blocks_delay_only_on_a_capacity_block() -> None:
-    """p5's EFA group rolls MINIMAL on demand (its placement group) and as a Capacity Block; only the block frees a
-    terminated instance's slot late, so only its jobs' lines say so."""
+def test_a_capacity_block_group_rolls_only_at_zero_nodes_and_stops_no_pod() -> None:
+    """p5's EFA group rolls MINIMAL on demand (its placement group), stopping its job's pods one at a time. On a
+    Capacity Block it rolls only at 0 nodes: an active block keeps the group's launch template and version
+    (components.nodegroup.TrainingNodeGroup._ignored_changes), and a block not active has no nodes. So its roll names
+    no job, counts no time, and its line says why."""
 
-    def rolled(**gpu: Any) -> str:
+    def rolled(**gpu: Any) -> Any:
         base = preset("p5")
         # placed without topology: the stopped pod waits for its node (with it, Kueue stops the whole job)
         base[P + "nodeGroups"]["gpu"].update(gpu, topology=False)
         bigger = copy.deepcopy(base)
         bigger[P + "nodeGroups"]["gpu"]["diskSizeGib"] = 600
-        (group,) = compare(plan_of("p5", base), plan_of("p5", bigger)).groups
+        u = compare(plan_of("p5", base), plan_of("p5", bigger))
+        (group,) = u.groups
         assert group.action == "roll" and group.node_update.name == "MINIMAL", group
-        (job,) = group.jobs
-        return job.what
+        return u
 
-    on_demand = rolled()
-    block = rolled(capacityType="CAPACITY_BLOCK", capacityReservationId="cr-0123456789abcdef0")
-    assert "before the node that replaces its own is up" in on_demand and "Capacity Block" not in on_demand
-    assert "longer on its Capacity Block" in block
-    assert "one past 20 minutes makes Kueue stop the whole job" in on_demand  # waitForPodsReady's recoveryTimeout
+    (on_demand,) = rolled().groups[0].jobs
+    assert "before the node that replaces its own is up" in on_demand.what
+    assert "one past 20 minutes makes Kueue stop the whole job" in on_demand.what  # waitForPodsReady's recoveryTimeout
+    u = rolled(capacityType="CAPACITY_BLOCK", capacityReservationId="cr-0123456789abcdef0")
+    (block,) = u.groups
+    assert block.jobs == () and block.nodes == 0 and block.minutes == 0, block
+    assert block.reasons[-1].startswith("only at 0 nodes, its Capacity Block not active"), block.reasons
+    text = render_upgrade(upgrade_report(u))
+    assert "    no running pod stops: it rolls with no node" in text and "roll at 20 min a node" not in text, text
 
 
 def _sizes_moved(stack: str, **sizes: int) -> list[str]:
@@ -2429,6 +2435,15 @@ def _block(cfg: dict[str, Any]) -> dict[str, Any]:
     """``cfg`` (p5's) with its GPU group on a Capacity Block."""
     cfg[P + "nodeGroups"]["gpu"].update(capacityType="CAPACITY_BLOCK", capacityReservationId="cr-0123456789abcdef0")
     return cfg
+
+
+def test_a_group_replaced_onto_a_capacity_block_runs_nodes_only_while_the_block_is_active() -> None:
+    """A block has no nodes before it starts: the old group's nodes do not share the quota with the new group's then,
+    and the note says when the new group runs any."""
+    u = compare(plan_of("p5", preset("p5")), plan_of("p5", _block(preset("p5"))))
+    (note,) = [n for n in u.notes if n.startswith("nodeGroups.gpu: the new group")]
+    assert "runs nodes only while its Capacity Block is active, none before it starts" in note, note
+    assert "beside" not in note and "quota" not in note, note
 
 
 def test_a_capacity_block_groups_roll_waits_for_0_nodes_whatever_rolls_it() -> None:
