@@ -184,6 +184,22 @@ def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
     return tuple(found)
 
 
+def fsx_updated_in_place(old_plan: Plan, new_plan: Plan) -> bool:
+    """Whether the update changes the FSx file system the stack made in place (UpdateFileSystem): more capacity,
+    another throughput tier, other metadata IOPS or mode; `pulumi up` waits for it
+    (:data:`components.catalog.timings.FSX_UPDATE_WAIT`)."""
+    both = _fsx_updated(old_plan, new_plan)
+    if both is None:
+        return False
+    fa, fb = both
+    return (fa.storage_capacity_gib, fa.throughput_per_tib, fa.metadata_mode, fa.metadata_iops) != (
+        fb.storage_capacity_gib,
+        fb.throughput_per_tib,
+        fb.metadata_mode,
+        fb.metadata_iops,
+    )
+
+
 def new_data_is_empty(old_plan: Plan, new_plan: Plan) -> bool:
     """Whether the other shared data :func:`data_changes` names is a file system the update makes, which holds no
     job's folder: under another cluster name or backend, made in place of an adopted one, or an FSx file system

@@ -15,7 +15,7 @@ the groups wait for the VPC CNI and kube-proxy add-ons.
 from dataclasses import dataclass, replace
 from typing import Mapping, Optional
 
-from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION
+from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, FSX_UPDATE_WAIT
 from stacks.config import ConfigError, key
 from stacks.plan import Plan
 from stacks.plan.addon_changes import AddonChange, addon_changes, addon_notes, addon_step_problems, held_addon_notes
@@ -35,7 +35,13 @@ from stacks.plan.job_changes import NEW_DATA_RERUN, JobRun, deadline_notes, run_
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
 from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S
-from stacks.plan.storage_change import data_changes, new_data_is_empty, storage_notes, storage_problems
+from stacks.plan.storage_change import (
+    data_changes,
+    fsx_updated_in_place,
+    new_data_is_empty,
+    storage_notes,
+    storage_problems,
+)
 from stacks.zones import RegionZones
 
 #: A node group's deletion at the end of an update: EKS drains its nodes for up to DELETE_DRAIN_LIMIT_S, then
@@ -60,6 +66,9 @@ class Upgrade:
     data: tuple[str, ...] = ()
     #: That other shared data is a file system the update makes, with no job's folder (:func:`new_data_is_empty`).
     data_empty: bool = False
+    #: What the update does that its expected duration does not count, each with its modelled time
+    #: (:func:`untimed_steps`).
+    untimed: tuple[str, ...] = ()
     #: The jobs whose run starts or ends (:func:`run_changes`).
     runs: tuple[JobRun, ...] = ()
     #: A jobs-only stack: its cluster, minor and node groups are another stack's, which its own summary shows.
@@ -166,12 +175,36 @@ def compare(
         running=running,
         data=data_changes(old_plan, new_plan),
         data_empty=empty,
+        untimed=untimed_steps(old_plan, new_plan, empty),
         runs=runs,
         jobs_only=new_plan.config.cluster.stack_reference is not None,
         deferred=tuple(n for _, jobs in deferred for n in jobs),
         cluster_replaced=old_plan.config.cluster_name != new_plan.config.cluster_name
         and new_plan.config.cluster.stack_reference is None,
     )
+
+
+def untimed_steps(old_plan: Plan, new_plan: Plan, new_data: bool) -> tuple[str, ...]:
+    """The update's steps the expected duration leaves out, each with its time from the catalog
+    (:mod:`components.catalog.timings`): a new file system (``new_data``) and the datasets staged on it, an FSx file
+    system's update in place, the builds of the images whose folders changed."""
+    out = []
+    if new_data and new_plan.storage.fsx is not None:
+        fsx = CREATION["aws:fsx/lustreFileSystem:LustreFileSystem"].minutes
+        out.append(f"a new FSx file system (about {fsx:g} min) and the datasets staged on it again")
+    elif new_data:
+        out.append("a new EFS file system and the datasets staged on it again")
+    if fsx_updated_in_place(old_plan, new_plan):
+        out.append(f"the FSx file system's update (`pulumi up` waits up to {FSX_UPDATE_WAIT.minutes:g} min)")
+    built = [
+        name
+        for name, image in new_plan.images.items()
+        if image.context is not None and (name not in old_plan.images or old_plan.images[name].version != image.version)
+    ]
+    if built:
+        build = CREATION["pulumi-python:dynamic/eks-training:ImageBuild"].minutes
+        out.append(f"the build of {', '.join(built)} (about {build:g} min each, side by side)")
+    return tuple(out)
 
 
 def _refuse_breaking_moves(

@@ -72,6 +72,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
         "addons": [{"name": a.name, "from": a.old, "to": a.new} for a in u.addons],
         "data": list(u.data),
         "dataEmpty": u.data_empty,
+        "untimed": list(u.untimed),
         "clusterReplaced": u.cluster_replaced,
         "jobs": [
             {
@@ -333,6 +334,13 @@ def _timed_steps(r: dict[str, Any], timed: list[dict[str, Any]]) -> list[str]:
 
 
 def _duration_line(r: dict[str, Any]) -> str:
+    """The expected duration, or why there is none, then what it does not count (``untimed``)."""
+    untimed = r.get("untimed") or []
+    line = _duration(r)
+    return line + (f"\n    not counted: {'; '.join(untimed)}" if untimed and not r["clusterReplaced"] else "")
+
+
+def _duration(r: dict[str, Any]) -> str:
     """The expected duration, or why there is none."""
     if r["clusterReplaced"]:
         return (

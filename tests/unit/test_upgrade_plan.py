@@ -1609,6 +1609,31 @@ def test_jobs_on_new_shared_data_start_from_their_first_step() -> None:
     assert "from its first step where its folder is not there" in text and "every job starts from" not in text, text
 
 
+def test_the_expected_duration_names_what_it_does_not_count() -> None:
+    """A new file system, an FSx update in place and an image build take time the model does not add: the duration
+    says so, each with the catalog's time (components/catalog/timings.py)."""
+    p5 = preset("p5")
+    faster = copy.deepcopy(p5)
+    faster[P + "storage"]["fsx"]["throughputPerTib"] = 1000
+    u = compare(plan_of("p5", p5), plan_of("p5", faster))
+    assert u.untimed == ("the FSx file system's update (`pulumi up` waits up to 90 min)",), u.untimed
+    text = render_upgrade(upgrade_report(u))
+    assert "  expected duration: no control plane, add-on or node group update\n    not counted: the FSx" in text, text
+
+    moved = copy.deepcopy(p5)
+    moved[P + "nodeGroups"]["gpu"]["availabilityZone"] = "us-east-1b"
+    u = compare(plan_of("p5", p5), plan_of("p5", moved))
+    assert u.untimed == ("a new FSx file system (about 8 min) and the datasets staged on it again",), u.untimed
+
+    old, new = plan_of("dev", preset("dev")), plan_of("dev", preset("dev"))
+    image = new.images["training"]
+    assert image.context is not None
+    rebuilt = replace(new, images={**new.images, "training": replace(image, version=image.version + "x")})
+    u = compare(old, rebuilt)
+    assert u.untimed == ("the build of training (about 6 min each, side by side)",), u.untimed
+    assert compare(old, new).untimed == ()
+
+
 def _pinned(zone: str) -> dict[str, Any]:
     cfg = preset("dev")
     cfg[P + "nodeGroups"] = {"cpu": {**cfg[P + "nodeGroups"]["cpu"], "availabilityZone": zone}}
