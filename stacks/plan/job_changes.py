@@ -31,6 +31,9 @@ class JobRun:
     """``restarts``, ``same folder``: what its program does when it starts again in the same folder
     (:meth:`stacks.kinds.JobKind.rerun_text`); ``new run``: when an earlier run of the same definition left the new
     folder (a job set back)."""
+    renamed_from: str = ""
+    """``added``: the removed job of the same definition it may be a new name for, whose run its ``outputDir`` can
+    keep."""
 
 
 #: What a job's program does when it starts again where the change gives the jobs a new file system (a ``data:`` line
@@ -95,7 +98,9 @@ def run_changes(
     for name, job in new_plan.jobs.items():
         was = old_plan.jobs.get(name)
         if was is None:
-            out.append(JobRun(name, "added", new_dir=job.output_dir))
+            same = [n for n, j in old_plan.jobs.items() if n not in new_plan.jobs and j.run_recipe == job.run_recipe]
+            old_dir = deployed.get(same[0], old_plan.jobs[same[0]].output_dir) if len(same) == 1 else None
+            out.append(JobRun(name, "added", old_dir=old_dir, new_dir=job.output_dir, renamed_from="".join(same[:1])))
             continue
         old_dir = deployed.get(name, was.output_dir)
         kept = old_dir == job.output_dir and not _moved(job.image, was.image, recorded)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_ROLL, NODE_SURGE
+from components.conventions import SHARED_MOUNT
 from stacks.config import ConfigError
 from stacks.plan import Plan
 from stacks.plan.job_changes import NEW_DATA_RERUN
@@ -83,6 +84,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
                 "to": j.new_dir,
                 **({"how": j.how} if j.how else {}),
                 **({"rerun": j.rerun} if j.rerun else {}),
+                **({"renamedFrom": j.renamed_from} if j.renamed_from else {}),
             }
             for j in u.runs
         ],
@@ -137,6 +139,12 @@ _KEY_WORDS = {
 def _run_line(j: dict[str, Any], new_data: bool) -> str:
     """A job whose run starts or ends, as the summary says it; ``new_data``: the update gives the jobs a new file
     system (``dataEmpty``), so a new run starts from its first step whatever folder it has."""
+    if j["action"] == "added" and j.get("renamedFrom"):
+        kept = j["from"].removeprefix(f"{SHARED_MOUNT}/")
+        return (
+            f"  job {j['name']}: added, runs in {j['to']}; if it is {j['renamedFrom']} under a new name, set its "
+            f"outputDir: {kept} to go on with {j['renamedFrom']}'s run there"
+        )
     if j["action"] == "added":
         return f"  job {j['name']}: added, runs in {j['to']}"
     if j["action"] == "removed":

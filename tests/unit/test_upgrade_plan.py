@@ -1634,6 +1634,30 @@ def test_the_expected_duration_names_what_it_does_not_count() -> None:
     assert compare(old, new).untimed == ()
 
 
+def test_a_renamed_job_is_told_how_to_keep_its_run() -> None:
+    """A job removed and another added with the same definition (a rename) starts a new run in a folder of the new
+    name: the added job's line names the outputDir that goes on with the old run; a job of another definition gets no
+    such line."""
+    old = preset("g6")
+    new = copy.deepcopy(old)
+    new[P + "jobs"] = {("train2" if n == "train" else n): j for n, j in new[P + "jobs"].items()}
+    new[P + "jobs"]["evaluate"] = {
+        **new[P + "jobs"]["evaluate"],
+        "after": ["train2"],
+        "args": [a.replace("TRAIN_OUTPUT_DIR", "TRAIN2_OUTPUT_DIR") for a in new[P + "jobs"]["evaluate"]["args"]],
+    }
+    u = compare(plan_of("g6", old), plan_of("g6", new))
+    (added,) = [r for r in u.runs if r.action == "added"]
+    assert added.renamed_from == "train" and added.old_dir is not None, added
+    text = render_upgrade(upgrade_report(u))
+    kept = added.old_dir.removeprefix("/data/")
+    assert f"if it is train under a new name, set its outputDir: {kept} to go on with train's run there" in text, text
+    other = copy.deepcopy(new)
+    other[P + "jobs"]["train2"]["args"] = [*other[P + "jobs"]["train2"]["args"], "--epochs", "2"]
+    (added,) = [r for r in compare(plan_of("g6", old), plan_of("g6", other)).runs if r.action == "added"]
+    assert added.renamed_from == "", added
+
+
 def _pinned(zone: str) -> dict[str, Any]:
     cfg = preset("dev")
     cfg[P + "nodeGroups"] = {"cpu": {**cfg[P + "nodeGroups"]["cpu"], "availabilityZone": zone}}
