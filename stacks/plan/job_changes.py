@@ -99,8 +99,12 @@ def run_changes(
         was = old_plan.jobs.get(name)
         if was is None:
             same = [n for n, j in old_plan.jobs.items() if n not in new_plan.jobs and j.run_recipe == job.run_recipe]
-            old_dir = deployed.get(same[0], old_plan.jobs[same[0]].output_dir) if len(same) == 1 else None
-            out.append(JobRun(name, "added", old_dir=old_dir, new_dir=job.output_dir, renamed_from="".join(same[:1])))
+            if len(same) == 1:  # one removed job of its definition: it may be that job's new name
+                (renamed,) = same
+                old_dir = deployed.get(renamed, old_plan.jobs[renamed].output_dir)
+                out.append(JobRun(name, "added", old_dir=old_dir, new_dir=job.output_dir, renamed_from=renamed))
+            else:
+                out.append(JobRun(name, "added", new_dir=job.output_dir))
             continue
         old_dir = deployed.get(name, was.output_dir)
         kept = old_dir == job.output_dir and not _moved(job.image, was.image, recorded)

@@ -1656,6 +1656,12 @@ def test_a_renamed_job_is_told_how_to_keep_its_run() -> None:
     other[P + "jobs"]["train2"]["args"] = [*other[P + "jobs"]["train2"]["args"], "--epochs", "2"]
     (added,) = [r for r in compare(plan_of("g6", old), plan_of("g6", other)).runs if r.action == "added"]
     assert added.renamed_from == "", added
+    # two removed jobs of its definition: which one it renames is not known, and nothing is said
+    twice = copy.deepcopy(old)
+    twice[P + "jobs"]["train-copy"] = copy.deepcopy(twice[P + "jobs"]["train"])
+    u = compare(plan_of("g6", twice), plan_of("g6", new))
+    assert [r.renamed_from for r in u.runs if r.action == "added"] == [""], u.runs
+    render_upgrade(upgrade_report(u))
 
 
 def _pinned(zone: str) -> dict[str, Any]:
