@@ -30,7 +30,7 @@ for note in unread_entries(plan):  # a dataset or image nothing reads: said, not
     pulumi.log.warn(note)
 if topology_problems := topology_region_problems(plan, config.region):
     raise ConfigError(topology_problems)  # a topology-aware group where EC2 labels no node: nothing registered
-if config.cluster.stack_reference is not None:
+if config.jobs_only:
     if config.preflight.enabled:
         check(plan, None)  # the AWS CLI its kubeconfig runs (PreflightError): nothing registered
     outputs = build_jobs_only(plan)

@@ -7,19 +7,11 @@ the program registers anything.
 
 from stacks.config.base import version_text, version_tuple
 from stacks.config.cluster import ClusterConfig
+from stacks.config.datasets import CIFAR10_BYTES, CIFAR10_MD5, CIFAR10_URL, DatasetConfig
 from stacks.config.errors import NAMESPACE, ConfigError, key
+from stacks.config.images import ImageBuildConfig, ImageConfig
 from stacks.config.instance_facts import InstanceFactsConfig
-from stacks.config.jobs import (
-    CIFAR10_BYTES,
-    CIFAR10_MD5,
-    CIFAR10_URL,
-    TOOLBOX_IMAGE,
-    DatasetConfig,
-    HealthCheckConfig,
-    ImageBuildConfig,
-    ImageConfig,
-    JobConfig,
-)
+from stacks.config.jobs import TOOLBOX_IMAGE, HealthCheckConfig, JobConfig
 from stacks.config.loader import SECTIONS, StackConfig, all_config, load_config, raw_config
 from stacks.config.network import (
     ExistingVpcConfig,

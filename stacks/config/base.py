@@ -9,7 +9,7 @@ from pydantic.alias_generators import to_camel
 
 from components.catalog.amis import ami_release_problem
 from components.catalog.operations import OBSERVABILITY_NAMESPACE
-from components.conventions import KUEUE_NAMESPACE
+from components.conventions import KUEUE_NAMESPACE, SHARED_MOUNT
 
 #: Lowercase RFC 1123 label (Kubernetes object names, group and job names).
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -268,3 +268,23 @@ def version_tuple(version: str) -> tuple[int, ...]:
 def version_text(version: tuple[int, ...]) -> str:
     """``(1, 18, 5)`` -> ``v1.18.5`` (how EKS spells add-on versions)."""
     return "v" + ".".join(str(x) for x in version)
+
+
+_PATH_RE = re.compile(r"^[\w./-]+$")
+
+
+def relative_path_problem(v: str) -> Optional[str]:
+    """Why ``v`` is not a relative path inside the shared volume (or the repository), or ``None``."""
+    if ".." in v.split("/") or v.startswith("/") or not _PATH_RE.match(v):
+        return f"{v!r} must be a relative path inside the shared volume"
+    return None
+
+
+def volume_path_problem(v: str) -> Optional[str]:
+    """:func:`relative_path_problem` of a folder of the shared volume (an ``outputDir``, a dataset's ``path``): one
+    written as the pods see it, ``/data/...``, names the value to write instead."""
+    why = relative_path_problem(v)
+    inside = v.removeprefix(f"{SHARED_MOUNT}/")
+    if why is not None and inside != v and relative_path_problem(inside) is None:
+        return f"{why}: drop the leading {SHARED_MOUNT}/, {inside!r}"
+    return why

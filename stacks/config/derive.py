@@ -8,11 +8,9 @@ from components.catalog import (
     Catalog,
 )
 from components.scheduling import SYSTEM_ROLE
+from stacks.config.datasets import DatasetConfig
 from stacks.config.errors import key
-from stacks.config.jobs import (
-    DatasetConfig,
-    JobConfig,
-)
+from stacks.config.jobs import JobConfig
 from stacks.config.nodegroups import NodeGroupConfig
 from stacks.config.storage import FsxConfig, StorageConfig
 

@@ -1,4 +1,5 @@
-"""Workload sections: ``images``, ``imageBuild``, ``datasets`` and ``jobs`` (a map of jobs of any kind).
+"""The ``jobs`` section: a map of jobs of any kind, with their health checks (images: :mod:`stacks.config.images`;
+datasets: :mod:`stacks.config.datasets`).
 
 A job says what to run (kind, image, script or command, arguments, environment, code, dataset, order);
 where it runs and what each pod requests (GPUs, EFA, huge pages, ``/dev/shm``, tolerations, zone,
@@ -11,15 +12,6 @@ from typing import Annotated, Any, Literal, Mapping, Optional, Sequence, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from components.conventions import SHARED_MOUNT
-from components.image.buildspec import (
-    BUILD_TIMEOUT_MINUTES_RANGE,
-    DEFAULT_BUILD_TIMEOUT_MINUTES,
-    DEFAULT_COMPUTE_TYPE,
-    DEFAULT_KEEP_IMAGES,
-    ComputeType,
-)
-from components.image.reference import validate_image_reference
 from components.workloads.health_check import DEFAULT_CHECK_TIMEOUT_MINUTES
 from components.workloads.pytorch import RESILIENCE_VARIABLES
 from components.workloads.spec import (
@@ -29,23 +21,22 @@ from components.workloads.spec import (
     JOB_VARIABLES,
     RendezvousBackend,
 )
-from components.workloads.staging import DEFAULT_STAGING_TIMEOUT_MINUTES
 from components.workloads.waits import DEFAULT_QUEUE_TIMEOUT_HOURS
 from stacks.bundle import TOOLBOX_IMAGE as TOOLBOX_IMAGE  # the name config readers import from here
-from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, OBJECT_NOT_NULL, S3_FOLDER_URI_RE, Model, Number, reference
+from stacks.config.base import (
+    ENTRY_NAME_MAX,
+    OBJECT_NOT_NULL,
+    S3_FOLDER_URI_RE,
+    Model,
+    Number,
+    reference,
+    relative_path_problem,
+    volume_path_problem,
+)
 from stacks.config.errors import check
 from stacks.kinds import KINDS, kind_names
 from stacks.yaml_text import quoted_list, shell_words
 
-#: The public CIFAR-10 python tarball, its published MD5 and size (https://www.cs.toronto.edu/~kriz/cifar.html).
-CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
-CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
-CIFAR10_BYTES = 170498071
-#: The folder CIFAR-10's python tarball extracts to, and its files (https://www.cs.toronto.edu/~kriz/cifar.html): what
-#: the staging Job puts under the dataset's folder and the bundled programs read (``training/cifar_io.py``, tied by a
-#: test).
-CIFAR10_FOLDER = "cifar-10-batches-py"
-CIFAR10_FILES: tuple[str, ...] = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta")
 #: Job names become Kubernetes names: the Job, its pods ``<job>-<index>`` and Services ``<job>-workers``,
 #: ``<job>-allreduce``; 40 characters leave room for those suffixes within the 63 of a DNS label.
 JOB_NAME_MAX = ENTRY_NAME_MAX["jobs"]
@@ -64,24 +55,6 @@ RESERVED_FROM = {
     "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "stopGracePeriodSeconds",
 }
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_PATH_RE = re.compile(r"^[\w./-]+$")
-
-
-def relative_path_problem(v: str) -> Optional[str]:
-    """Why ``v`` is not a relative path inside the shared volume (or the repository), or ``None``."""
-    if ".." in v.split("/") or v.startswith("/") or not _PATH_RE.match(v):
-        return f"{v!r} must be a relative path inside the shared volume"
-    return None
-
-
-def volume_path_problem(v: str) -> Optional[str]:
-    """:func:`relative_path_problem` of a folder of the shared volume (an ``outputDir``, a dataset's ``path``): one
-    written as the pods see it, ``/data/...``, names the value to write instead."""
-    why = relative_path_problem(v)
-    inside = v.removeprefix(f"{SHARED_MOUNT}/")
-    if why is not None and inside != v and relative_path_problem(inside) is None:
-        return f"{why}: drop the leading {SHARED_MOUNT}/, {inside!r}"
-    return why
 
 
 def _env_name_fix(name: str) -> str:
@@ -97,150 +70,6 @@ def _set_instead(name: str) -> str:
     """The setting to change instead of a reserved variable, as the end of a message."""
     setting = RESERVED_FROM.get(name)
     return f", and set the job's {setting} instead" if setting else ""
-
-
-class ImageConfig(Model):
-    """One container image (key ``images.<name>``): built by CodeBuild from a folder of the project (or a shipped one),
-    or a prebuilt reference."""
-
-    context: Optional[str] = None
-    """A folder of the Pulumi project holding a Dockerfile, else one this package ships (training, images/nccl-tests,
-    images/horovod, images/tensorflow): built by AWS CodeBuild into its own ECR repository, tagged with a hash of the
-    folder's content (an unchanged folder is not rebuilt) and referenced by digest; its CUDA targets, and its base
-    where that ships GPU code (images/horovod: NGC TensorFlow 25.02, compute capability 7.5 and later, no V100), must
-    cover the GPUs its jobs run on. A Dockerfile that takes the torch build arguments (the bundled training image,
-    torch 2.13.0) is built once per CUDA build its jobs' GPUs need: PyPI's CUDA 13.0 build, the one the tests run,
-    and the CUDA 12.6 build of the same release for V100 (p3). Set context or prebuilt."""
-    prebuilt: Optional[str] = None
-    """A pinned image reference, REGISTRY/REPO:TAG or REPO@sha256:..., e.g. an AWS Deep Learning Container or an NGC
-    image. Set context or prebuilt."""
-    dockerfile: str = "Dockerfile"
-    """The Dockerfile in context."""
-    mpi_prefix: Optional[str] = None
-    """Where the image's Open MPI is installed (MPI jobs run ``<mpiPrefix>/bin/mpirun``); default, for a built image,
-    its Dockerfile's ``ENV OPAL_PREFIX``."""
-
-    @field_validator("mpi_prefix")
-    @classmethod
-    def _mpi_prefix(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and (not v.startswith("/") or v.rstrip("/") == "" or any(c.isspace() for c in v)):
-            raise ValueError(f"{v!r} must be an absolute folder of the image (e.g. /opt/amazon/openmpi)")
-        return v.rstrip("/") if v is not None else v
-
-    @field_validator("prebuilt")
-    @classmethod
-    def _prebuilt(cls, v: Optional[str]) -> Optional[str]:
-        why = None if v is None else validate_image_reference(v)
-        if why:
-            raise ValueError(f"{why}; give a pinned reference such as REGISTRY/REPO:TAG or REPO@sha256:...")
-        return v
-
-    @field_validator("context")
-    @classmethod
-    def _context(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and (why := relative_path_problem(v)):
-            raise ValueError(why.replace("the shared volume", "the repository") + " (a folder with a Dockerfile)")
-        return v
-
-    @model_validator(mode="after")
-    def _one_source(self) -> "ImageConfig":
-        if (self.context is None) == (self.prebuilt is None):
-            check(
-                [
-                    (
-                        "",
-                        "set exactly one of context (a folder of your project, or one this package ships, to build) or "
-                        "prebuilt (a pinned reference)",
-                    )
-                ]
-            )
-        return self
-
-
-class ImageBuildConfig(Model):
-    """How images are built (key ``imageBuild``)."""
-
-    keep_images: int = Field(default=DEFAULT_KEEP_IMAGES, ge=1, le=1000)
-    """Each ECR repository's lifecycle policy keeps the newest this many images."""
-    build_timeout_minutes: int = Field(
-        default=DEFAULT_BUILD_TIMEOUT_MINUTES, ge=BUILD_TIMEOUT_MINUTES_RANGE[0], le=BUILD_TIMEOUT_MINUTES_RANGE[1]
-    )
-    """CodeBuild's timeout for one image build."""
-    compute_type: ComputeType = DEFAULT_COMPUTE_TYPE
-    """The CodeBuild machine that builds the images."""
-
-
-class DatasetConfig(Model):
-    """A dataset staged onto the shared volume once and shared by jobs (key ``datasets.<name>``), or, with an
-    FSx for Lustre volume, an S3 prefix its data repository imports (no staging)."""
-
-    source: str = CIFAR10_URL
-    """An https:// URL or s3://bucket/key of a tarball (an s3:// source gets a Pod Identity role that may read only
-    that object); with storage backend fsx, an s3://bucket/prefix/ folder under the data repository's s3Path is not
-    staged: the file system imports it (no md5, expectedBytes or path then)."""
-    md5: Optional[str] = None
-    """The tarball's MD5, 32 hex digits, checked after the download (the default source's is known)."""
-    expected_bytes: Optional[int] = Field(default=None, ge=1)
-    """The tarball's size in bytes, checked after the download (the default source's is known)."""
-    path: Optional[str] = None
-    """The folder on the shared volume the dataset is staged into (default ``datasets/<name>``): the job's DATA_DIR.
-    The tarball's content lands in it as it is in the tarball."""
-    timeout_minutes: int = Field(default=DEFAULT_STAGING_TIMEOUT_MINUTES, ge=5, le=1440)
-    """How long the staging may take."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _cifar_checksum(cls, data: Any) -> Any:
-        """The public CIFAR-10 tarball is verified against its published checksum and size by default."""
-        if isinstance(data, dict) and data.get("source", CIFAR10_URL) == CIFAR10_URL:
-            if "md5" not in data and "expectedBytes" not in data:
-                return {**data, "md5": CIFAR10_MD5, "expectedBytes": CIFAR10_BYTES}
-        return data
-
-    @field_validator("source")
-    @classmethod
-    def _source(cls, v: str) -> str:
-        if not v.startswith(("https://", "s3://")):
-            raise ValueError(f"{v!r} must be an https:// URL or an s3://bucket/key URI")
-        if v.startswith("s3://") and "/" not in v[len("s3://") :].strip("/"):
-            raise ValueError(f"{v!r} names a bucket but no object key")
-        return v
-
-    @model_validator(mode="after")
-    def _prefix_is_not_verified(self) -> "DatasetConfig":
-        if self.is_prefix:
-            check(
-                [
-                    (f, "verifies one downloaded object; an S3 prefix is imported object by object, remove it")
-                    for f, v in (("md5", self.md5), ("expectedBytes", self.expected_bytes))
-                    if v is not None
-                ]
-            )
-        return self
-
-    @property
-    def is_prefix(self) -> bool:
-        """The source is an S3 prefix (``s3://bucket/prefix/``: a folder of objects, imported by an FSx data
-        repository) rather than one object to download and extract."""
-        return self.source.startswith("s3://") and self.source.endswith("/")
-
-    @field_validator("md5")
-    @classmethod
-    def _md5(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and not MD5_RE.match(v.lower()):
-            raise ValueError(f"{v!r} is not an MD5 hex digest (32 hex characters)")
-        return v.lower() if v is not None else v
-
-    @field_validator("path")
-    @classmethod
-    def _path(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and (why := volume_path_problem(v)):
-            raise ValueError(why)
-        return v
-
-    def folder(self, name: str) -> str:
-        """The folder the dataset ``name`` is staged into, relative to the shared volume."""
-        return (self.path or f"datasets/{name}").strip("/")
 
 
 #: Bounds of the health check's largest message (bytes).

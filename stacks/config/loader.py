@@ -35,16 +35,11 @@ from stacks.config.benchmark import (
     validate_experiments,
 )
 from stacks.config.cluster import ClusterConfig
+from stacks.config.datasets import DatasetConfig
 from stacks.config.errors import NAMESPACE, ConfigError, key, switch_fix, validate
+from stacks.config.images import ImageBuildConfig, ImageConfig
 from stacks.config.instance_facts import InstanceFactsConfig
-from stacks.config.jobs import (
-    TOOLBOX_IMAGE,
-    DatasetConfig,
-    ImageBuildConfig,
-    ImageConfig,
-    JobConfig,
-    with_group_defaults,
-)
+from stacks.config.jobs import TOOLBOX_IMAGE, JobConfig, with_group_defaults
 from stacks.config.namespaces import (
     as_passed,
     disabled_providers_problem,
@@ -195,6 +190,12 @@ class StackConfig:
     def instance(self, name: str) -> InstanceType:
         """Catalog facts for ``name`` (validated to exist)."""
         return self.catalog.require(name)
+
+    @property
+    def jobs_only(self) -> bool:
+        """Whether the stack runs jobs on another stack's cluster (``cluster.stackReference``): it makes no cluster,
+        network, node group or storage of its own."""
+        return self.cluster.stack_reference is not None
 
     @property
     def region(self) -> str:

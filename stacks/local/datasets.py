@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from components.workloads.staging import staging_command
-from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL, TOOLBOX_IMAGE
+from stacks.config.datasets import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL
+from stacks.config.jobs import TOOLBOX_IMAGE
 from stacks.local.processes import Pod
 from stacks.local.report import LocalRunError
 from stacks.plan import Plan

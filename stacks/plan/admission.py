@@ -215,7 +215,7 @@ def beyond_unscaled_groups(plan: Plan) -> list[str]:
     """Jobs with more pods than their group's nodes where nothing scales the group (the autoscaler off, or not
     installed on a stack without worker groups): one pod takes a whole node, so the rest would wait for ever. A
     Capacity Block group is left out: its block's start sets its size."""
-    if plan.config.cluster.stack_reference is not None:
+    if plan.config.jobs_only:
         return []
     problems = []
     for name, job in plan.jobs.items():
@@ -244,7 +244,7 @@ def beyond_team_stages(plan: Plan) -> list[str]:
     waits through more levels of ``after`` names a class that does not exist, and Kueue creates no Workload for it
     (``GetPriorityFromWorkloadPriorityClass`` fails, kubernetes-sigs/kueue v0.19.1
     pkg/controller/jobframework/reconciler.go ``ExtractPriority``): it would stay suspended for ever."""
-    if plan.config.cluster.stack_reference is None:
+    if not plan.config.jobs_only:
         return []
     return [
         f"{key(f'jobs.{name}.after')}: the job waits through {stage(plan.jobs, name)} levels of jobs; a jobs-only "

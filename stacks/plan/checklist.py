@@ -82,7 +82,7 @@ def _largest_per_quota(g: NodeGroupPlan) -> dict[tuple[str, str], InstanceType]:
 def plan_addon_needs(plan: Plan) -> list[AddonNeed]:
     """What the plan's cluster relies on of its add-ons' versions (none for a jobs-only stack, which has no cluster)."""
     cfg = plan.config
-    if cfg.cluster.stack_reference is not None:
+    if cfg.jobs_only:
         return []
     return addon_needs(cfg.node_groups, cfg.catalog, metrics=plan.operations.metrics, storage=cfg.storage)
 
@@ -131,7 +131,7 @@ def planned_checks(plan: Plan) -> list[tuple[str, str]]:
     """What :func:`stacks.preflight.checks.run_preflight` will ask the account about this plan, as (config key, what is
     checked), without asking anything (``python -m stacks.plan`` prints it offline)."""
     out = [_aws_cli_check()]
-    if plan.config.cluster.stack_reference is not None:
+    if plan.config.jobs_only:
         return out  # a jobs-only stack's account is the cluster stack's, checked there
     return (
         out

@@ -89,7 +89,7 @@ def flavor_problems(old: Plan, new: Plan, recorded: Optional[Mapping[str, object
     out. A flavor is compared with what the last update's record says it was applied with (``recorded``), else with
     ``old``'s plan of it. A renamed cluster replaces every flavor, and a jobs-only stack has none."""
     renamed = old.config.cluster_name != new.config.cluster_name
-    jobs_only = old.config.cluster.stack_reference is not None or new.config.cluster.stack_reference is not None
+    jobs_only = old.config.jobs_only or new.config.jobs_only
     if new.admission is None or renamed or jobs_only:
         return []
     planned = {f.name: applied(f) for f in old.admission.flavors} if old.admission is not None else {}

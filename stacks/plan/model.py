@@ -287,7 +287,7 @@ class Plan:
     def addons(self) -> tuple[str, ...]:
         """The EKS add-ons the stack installs, in :data:`EKS_ADDONS` order: the cluster's own, its file system's CSI
         driver, and Container Insights' with ``operations.metrics``; none in a jobs-only stack."""
-        if self.config.cluster.stack_reference is not None:
+        if self.config.jobs_only:
             return ()
         csi = STORAGE_ADDON[self.storage.backend]
         return tuple(
@@ -300,7 +300,7 @@ class Plan:
     def used_images(self) -> list[ImagePlan]:
         """The images the stack runs: the toolbox (staging, waits, checks) and every job's image. A jobs-only stack
         without jobs runs none: the cluster's stack runs the environment's."""
-        jobs_only = self.config.cluster.stack_reference is not None
+        jobs_only = self.config.jobs_only
         toolbox = [] if jobs_only and not self.jobs else [self.images[TOOLBOX_IMAGE]]
         used = [*toolbox, *(i for j in self.jobs.values() for i in (j.image, j.toolbox))]
         return list({i.variant: i for i in used}.values())

@@ -73,7 +73,7 @@ def deployed_zone_problems(new: Plan, region: RegionZones, deployed_zones: list[
     with this version): ``new``'s VPC zones against those the last update's VPC was made in. Zones of another region
     were refused before (:func:`stacks.last_update.refuse_new_region`)."""
     b = new.config
-    if b.network is None or b.cluster.stack_reference is not None:
+    if b.network is None or b.jobs_only:
         return []
     return _zone_problems(None, b, region, deployed_zones)
 
@@ -151,7 +151,7 @@ def network_notes(old: Plan, new: Plan) -> list[str]:
 
 def _compared(a: StackConfig, b: StackConfig) -> bool:
     """Both configurations make the same cluster: not jobs-only, not renamed (a new name replaces everything)."""
-    jobs_only = a.cluster.stack_reference is not None or b.cluster.stack_reference is not None
+    jobs_only = a.jobs_only or b.jobs_only
     return not jobs_only and a.cluster_name == b.cluster_name
 
 

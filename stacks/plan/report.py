@@ -336,7 +336,7 @@ def report(
     step (:func:`stacks.plan.timeline.first_step`), or ``first_note`` why there is none; ``stack_file`` the file the
     configuration was read from."""
     cfg = plan.config
-    if cfg.cluster.stack_reference is not None:
+    if cfg.jobs_only:
         r = _jobs_only_report(plan, region, first_step_report(first, first_note))
         return {"stackFile": None if stack_file is None else str(stack_file), **r}
     return {
@@ -496,7 +496,7 @@ def model_first_step(
     """The modelled first training step of the stack (its program evaluated offline), or why there is none."""
     from stacks.mocked import evaluate_config
 
-    if plan.config.cluster.stack_reference is not None:
+    if plan.config.jobs_only:
         return None, (
             f"a jobs-only stack: its jobs start on the cluster of {plan.config.cluster.stack_reference}, whose plan "
             "shows that cluster's path"

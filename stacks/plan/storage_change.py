@@ -146,7 +146,7 @@ def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
     """The changes that replace the cluster or give the jobs other shared data than they had, each as a line that
     names its key. A jobs-only stack has neither of its own."""
     old, new = old_plan.config, new_plan.config
-    if new.cluster.stack_reference is not None:
+    if new.jobs_only:
         return ()
     a, b = old.storage, new.storage
     deleted = _deleted(a, bucket=False)

@@ -158,7 +158,7 @@ def compare(
     notes += unrecorded_notes(new_plan, runs, deployed_versions)
     notes += addon_notes(old_plan, new_plan, addons, eks_defaults)
     notes += network_notes(old_plan, new_plan) if region is None else []
-    if new_plan.config.cluster.stack_reference is None:  # the cluster stack's own settings
+    if not new_plan.config.jobs_only:  # the cluster stack's own settings
         notes += _service_range_notes(old_plan, new_plan)
         notes += _removed_team_notes(old_plan, new_plan)
         notes += storage_notes(old_plan, new_plan)
@@ -177,10 +177,9 @@ def compare(
         data_empty=empty,
         untimed=untimed_steps(old_plan, new_plan, empty),
         runs=runs,
-        jobs_only=new_plan.config.cluster.stack_reference is not None,
+        jobs_only=new_plan.config.jobs_only,
         deferred=tuple(n for _, jobs in deferred for n in jobs),
-        cluster_replaced=old_plan.config.cluster_name != new_plan.config.cluster_name
-        and new_plan.config.cluster.stack_reference is None,
+        cluster_replaced=old_plan.config.cluster_name != new_plan.config.cluster_name and not new_plan.config.jobs_only,
     )
 
 
@@ -225,7 +224,7 @@ def _refuse_breaking_moves(
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
     problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
     problems += flavor_problems(old_plan, new_plan, deployed_versions)
-    if new_plan.config.cluster.stack_reference is None:  # a jobs-only stack makes neither cluster nor storage
+    if not new_plan.config.jobs_only:  # a jobs-only stack makes neither cluster nor storage
         problems += _service_range_problems(old_plan, new_plan) + storage_problems(old_plan, new_plan)
     if problems:
         raise ConfigError(problems)
@@ -316,7 +315,7 @@ def _kueue_move_notes(new_plan: Plan, groups: list[GroupChange], runs: tuple[Job
     """Kueue's controller moving with the system nodes: the chart runs one replica without a disruption budget, and
     its Job webhooks fail closed (source key ``kueue-chart-values``), so a Job created or changed meanwhile is
     refused: the jobs ``runs`` creates or replaces are named. A jobs-only stack installs no Kueue."""
-    if new_plan.config.cluster.stack_reference is not None:
+    if new_plan.config.jobs_only:
         return []
     moved = [g for g in groups if g.path == new_plan.system.path and g.action in MOVES_PODS]
     changed = [r.name for r in runs if r.action != "removed"]

@@ -55,7 +55,7 @@ def run_preflight(
     until the end of the update (:func:`~stacks.plan.checklist.quota_needs`). AWS errors become failed findings.
     """
     findings = [aws_cli_finding(os.environ.get("PATH", ""), program_bin())]
-    if plan.config.cluster.stack_reference is not None:
+    if plan.config.jobs_only:
         return findings  # a jobs-only stack's account, zones and quotas are the cluster stack's, checked there
     aws, who = stack_client(plan, session, client)
     findings.append(who)

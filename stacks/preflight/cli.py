@@ -41,7 +41,7 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     region = plan.config.region
     aws = None
     zones = None
-    if plan.config.network is not None and plan.config.cluster.stack_reference is None:
+    if plan.config.network is not None and not plan.config.jobs_only:
         aws, who = stack_client(plan)  # the zones of a new VPC are the account's
         if aws is None:
             raise CommandError(f"error: {who.message}", EXIT_FAILED)

@@ -20,8 +20,7 @@ import pytest
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from stacks.config.base import RESERVED_NAMESPACES
-from stacks.config.jobs import relative_path_problem, volume_path_problem
+from stacks.config.base import RESERVED_NAMESPACES, relative_path_problem, volume_path_problem
 from stacks.config.loader import ENTRIES, SECTIONS, _Parser
 from stacks.config.tree import ENTRY, model_tables, section_keys
 from stacks.docs import configuration_reference

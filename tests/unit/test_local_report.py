@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL
+from stacks.config.datasets import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL
 from stacks.local.datasets import dataset_layout
 from stacks.local.report import LocalRunError, LogFollower, PodProgress, failure, progress_line, results
 from stacks.local.runner import LocalRunner

@@ -25,9 +25,7 @@ from components.workloads.toolbox import (
 from stacks.bundle import SHIPPED, TOOLBOX_IMAGE, shipped
 from stacks.config.derive import imported
 from stacks.config.errors import key
-from stacks.config.jobs import (
-    ImageConfig,
-)
+from stacks.config.images import ImageConfig
 from stacks.config.nodegroups import NodeGroupConfig
 from stacks.config.rules.sections import Sections, image_dockerfile
 from stacks.kinds import KINDS

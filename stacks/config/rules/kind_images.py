@@ -11,7 +11,7 @@ from components.catalog.charts import base_image
 from components.image.context import collect_build_context
 from components.image.dockerfile import Dockerfile
 from stacks.config.errors import key
-from stacks.config.jobs import ImageConfig
+from stacks.config.images import ImageConfig
 from stacks.config.rules.sections import Sections, image_dockerfile
 from stacks.kinds.base import JobKind
 

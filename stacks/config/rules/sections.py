@@ -11,12 +11,10 @@ from components.catalog import (
 )
 from components.image.dockerfile import Dockerfile, read_dockerfile
 from stacks.config.cluster import ClusterConfig
+from stacks.config.datasets import DatasetConfig
 from stacks.config.errors import key
-from stacks.config.jobs import (
-    DatasetConfig,
-    ImageConfig,
-    JobConfig,
-)
+from stacks.config.images import ImageConfig
+from stacks.config.jobs import JobConfig
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
 from stacks.config.operations import OperationsConfig
