@@ -33,6 +33,7 @@ from components.catalog.efa import (
     AllReduceReference,
 )
 from components.catalog.fsx import (
+    FSX_AUTOMATIC_METADATA_IOPS,
     FSX_CAPACITY_STEP_GIB,
     FSX_CSI_ADDON,
     FSX_CSI_CONTROLLER_SA,
@@ -49,6 +50,7 @@ from components.catalog.fsx import (
     FSX_METADATA_MODES,
     FSX_MIN_CAPACITY_GIB,
     FSX_THROUGHPUT_TIERS,
+    fsx_automatic_metadata_iops,
     fsx_capacity_problem,
 )
 from components.catalog.instances import ENI_MAX_PODS, INSTANCE_TYPES, Catalog, InstanceType
@@ -159,6 +161,7 @@ __all__ = [
     "FSX_LUSTRE_STORAGE_QUOTA_DEFAULT_GIB",
     "FSX_LUSTRE_VERSION",
     "FSX_MAX_DRAS",
+    "FSX_AUTOMATIC_METADATA_IOPS",
     "FSX_METADATA_IOPS",
     "FSX_METADATA_MODES",
     "FSX_MIN_CAPACITY_GIB",
@@ -185,6 +188,7 @@ __all__ = [
     "SUPPORTED_KUBERNETES_VERSIONS",
     "SUPPORT_TYPES",
     "VPC_CNI_NETWORK_POLICY_CONFIG",
+    "fsx_automatic_metadata_iops",
     "fsx_capacity_problem",
     "in_standard_support",
     "EFA_HUGEPAGES_2MI",

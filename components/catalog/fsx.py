@@ -31,6 +31,12 @@ FSX_EFA_CAPACITY_STEP_GIB: Mapping[int, int] = {125: 38400, 250: 19200, 500: 960
 #: multiples of 12000 up to 192000 (source key ``fsx-api-metadata-configuration``).
 FSX_METADATA_MODES: tuple[str, ...] = ("AUTOMATIC", "USER_PROVISIONED")
 FSX_METADATA_IOPS: tuple[int, ...] = (1500, 3000, 6000, *range(12000, 192001, 12000))
+#: The metadata IOPS AUTOMATIC mode gives an SSD file system: (largest capacity in GiB, IOPS) in order, so 1500 at
+#: 1200 GiB, 3000 at 2400, 6000 from 4800 to 9600 and 12000 from 12000 to 45600; above that, 12000 for every
+#: 24000 GiB (source key ``fsx-metadata-performance``). A USER_PROVISIONED file system grows only with at least these
+#: for its new capacity (source key ``fsx-metadata-growth``).
+FSX_AUTOMATIC_METADATA_IOPS: tuple[tuple[int, int], ...] = ((1200, 1500), (2400, 3000), (9600, 6000), (45600, 12000))
+FSX_AUTOMATIC_METADATA_IOPS_PER: tuple[int, int] = (24000, 12000)
 #: Lustre traffic: TCP 988 and 1018-1023, between the file servers and from the clients (source key
 #: ``fsx-lustre-security-groups``).
 FSX_LUSTRE_PORTS: tuple[tuple[int, int], ...] = ((988, 988), (1018, 1023))
@@ -48,6 +54,16 @@ FSX_DRA_FS_PATH_MAX = 4096
 FSX_CSI_ADDON = STORAGE_ADDON["fsx"]
 FSX_CSI_CONTROLLER_SA = "fsx-csi-controller-sa"
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
+
+
+def fsx_automatic_metadata_iops(capacity_gib: int) -> int:
+    """The metadata IOPS FSx's AUTOMATIC mode gives an SSD file system of ``capacity_gib``
+    (:data:`FSX_AUTOMATIC_METADATA_IOPS`)."""
+    for largest, iops in FSX_AUTOMATIC_METADATA_IOPS:
+        if capacity_gib <= largest:
+            return iops
+    per_gib, iops = FSX_AUTOMATIC_METADATA_IOPS_PER
+    return min(capacity_gib // per_gib * iops, FSX_METADATA_IOPS[-1])
 
 
 def fsx_capacity_problem(capacity_gib: int, throughput: int, efa: bool) -> Optional[str]:

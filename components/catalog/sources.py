@@ -682,6 +682,16 @@ SOURCES: Mapping[str, Source] = {
         url="https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystemLustreMetadataConfiguration.html",
         shows="Mode AUTOMATIC|USER_PROVISIONED; SSD Iops 1500, 3000, 6000, 12000 and multiples of 12000 up to 192000",
     ),
+    "fsx-metadata-performance": Source(
+        url="https://docs.aws.amazon.com/fsx/latest/LustreGuide/performance.html#dne-metadata-performance",
+        shows="AUTOMATIC mode's metadata IOPS for SSD: 1500 at 1.2 TiB, 3000 at 2.4 TiB, 6000 from 4.8 to 9.6 TiB, "
+        "12000 from 12 to 45.6 TiB, 12000 per 24 TiB from 48 TiB",
+    ),
+    "fsx-metadata-growth": Source(
+        url="https://github.com/hashicorp/terraform-provider-aws/issues/44432",
+        shows="FSx refuses to grow a USER_PROVISIONED file system from 1200 to 2400 GiB until its metadata IOPS are at "
+        "least 3000, AUTOMATIC's for 2400 GiB; the provider updates the metadata first since pull request 44456",
+    ),
     "fsx-increase-storage": Source(
         url="https://docs.aws.amazon.com/fsx/latest/LustreGuide/increase-storage-capacity.html",
         shows="EFA-enabled file systems are multiples of 38400 GiB at 125 MB/s/TiB, 19200 at 250, 9600 at 500 and "

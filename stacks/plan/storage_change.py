@@ -5,6 +5,7 @@ summary's ``data:`` lines, :func:`data_changes`), and what an in-place change of
 
 from typing import Optional
 
+from components.catalog import fsx_automatic_metadata_iops
 from stacks.config import key
 from stacks.config.base import quantity_value
 from stacks.config.storage import FsxConfig, StorageConfig
@@ -14,7 +15,11 @@ from stacks.plan import Plan
 def storage_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     """Why ``pulumi up`` must not move the stack's storage from ``old_plan`` to ``new_plan``: a change EFS cannot
     make in place, a claim Kubernetes cannot resize; each names its key."""
-    return _efs_mode_problems(old_plan, new_plan) + _claim_size_problems(old_plan, new_plan)
+    return (
+        _efs_mode_problems(old_plan, new_plan)
+        + _claim_size_problems(old_plan, new_plan)
+        + _fsx_metadata_problems(old_plan, new_plan)
+    )
 
 
 def storage_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
@@ -67,6 +72,36 @@ def _claim_size_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
         f"shrinks), so `pulumi up` would fail there: set it back to {a.capacity}. EFS is elastic: the capacity is "
         "nominal and limits nothing"
     ]
+
+
+def _fsx_metadata_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """Metadata IOPS FSx would refuse on a file system the stack updates in place: a larger USER_PROVISIONED file
+    system with fewer IOPS than AUTOMATIC gives the new capacity (FSx refuses the growth; terraform-provider-aws#44432),
+    or a switch back to AUTOMATIC from more IOPS than AUTOMATIC gives (FSx never lowers them)."""
+    both = _fsx_updated(old_plan, new_plan)
+    if both is None:
+        return []
+    fa, fb = both
+    found = []
+    needed = fsx_automatic_metadata_iops(fb.storage_capacity_gib)
+    grows = fb.storage_capacity_gib > fa.storage_capacity_gib
+    if grows and fb.metadata_mode == "USER_PROVISIONED" and (fb.metadata_iops or 0) < needed:
+        found.append(
+            f"{key('storage.fsx.metadataIops')} {fb.metadata_iops} with {key('storage.fsx.storageCapacityGib')} "
+            f"{fa.storage_capacity_gib} -> {fb.storage_capacity_gib}: FSx grows a USER_PROVISIONED file system only "
+            f"with at least the metadata IOPS AUTOMATIC gives the new capacity, {needed}: set "
+            f"{key('storage.fsx.metadataIops')} to {needed} or more (the provider raises them first)"
+        )
+    given = fsx_automatic_metadata_iops(fa.storage_capacity_gib)
+    if (fa.metadata_mode, fb.metadata_mode) == ("USER_PROVISIONED", "AUTOMATIC") and (fa.metadata_iops or 0) > given:
+        found.append(
+            f"{key('storage.fsx.metadataMode')} USER_PROVISIONED -> AUTOMATIC: the file system has "
+            f"{fa.metadata_iops} metadata IOPS, more than the {given} AUTOMATIC gives {fa.storage_capacity_gib} GiB, "
+            "and FSx never lowers them, so it refuses the switch: keep metadataMode USER_PROVISIONED, or grow "
+            f"{key('storage.fsx.storageCapacityGib')} first, to where AUTOMATIC gives {fa.metadata_iops} IOPS, and "
+            "switch in a later update"
+        )
+    return found
 
 
 def _fsx_updated(old_plan: Plan, new_plan: Plan) -> Optional[tuple[FsxConfig, FsxConfig]]:
@@ -240,21 +275,15 @@ def _fsx_replaced(old_plan: Plan, new_plan: Plan) -> list[str]:
             f"{key('storage.fsx.metadataIops')} {fa.metadata_iops} -> {fb.metadata_iops}: FSx raises a file system's "
             "metadata IOPS but never lowers them"
         )
-    if fa.metadata_mode == "AUTOMATIC" and fb.metadata_mode == "USER_PROVISIONED":
+    given = fsx_automatic_metadata_iops(fa.storage_capacity_gib)
+    if fa.metadata_mode == "AUTOMATIC" and fb.metadata_mode == "USER_PROVISIONED" and (fb.metadata_iops or 0) < given:
         # the provider compares the new IOPS with those in its state, which AUTOMATIC's read filled in
         found.append(
-            f"{key('storage.fsx.metadataMode')} AUTOMATIC -> USER_PROVISIONED at {fb.metadata_iops} IOPS, if that is "
-            "below the IOPS AUTOMATIC gave the file system (FSx raises them with its capacity; "
-            f"`{_METADATA_IOPS_COMMAND}` prints them): set {key('storage.fsx.metadataIops')} to at least those"
+            f"{key('storage.fsx.metadataMode')} AUTOMATIC -> USER_PROVISIONED at {fb.metadata_iops} IOPS, below the "
+            f"{given} AUTOMATIC gives {fa.storage_capacity_gib} GiB (set {key('storage.fsx.metadataIops')} to at "
+            "least that to keep the file system)"
         )
     return found
-
-
-#: The AWS CLI command that prints an FSx file system's metadata IOPS (FSx's DescribeFileSystems).
-_METADATA_IOPS_COMMAND = (
-    "aws fsx describe-file-systems --file-system-ids FS_ID "
-    "--query FileSystems[0].LustreConfiguration.MetadataConfiguration.Iops"
-)
 
 
 #: The AWS CLI command that switches an FSx file system's metadata to AUTOMATIC (FSx's UpdateFileSystem, no IOPS).
@@ -286,10 +315,11 @@ def _fsx_metadata_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     both = _fsx_updated(old_plan, new_plan)
     if both is None or (both[0].metadata_mode, both[1].metadata_mode) != ("USER_PROVISIONED", "AUTOMATIC"):
         return []
-    fa, fb = both
+    fa = both[0]
+    if (fa.metadata_iops or 0) > fsx_automatic_metadata_iops(fa.storage_capacity_gib):
+        return []  # refused (_fsx_metadata_problems)
     return [
         f"{key('storage.fsx.metadataMode')} USER_PROVISIONED -> AUTOMATIC: the provider sends the {fa.metadata_iops} "
         "IOPS with the new mode, which FSx refuses, so `pulumi up` would fail at the file system. Switch it yourself "
-        f"first: `{_AUTOMATIC_COMMAND}`, then `pulumi refresh`. FSx also refuses while the IOPS exceed what AUTOMATIC "
-        f"gives {fb.storage_capacity_gib} GiB: it never lowers them, so keep USER_PROVISIONED then"
+        f"first: `{_AUTOMATIC_COMMAND}`, then `pulumi refresh`"
     ]

@@ -369,9 +369,12 @@ def _duration(r: dict[str, Any]) -> str:
                 else []
             ),
         ]
+        # at a group's maxSize, or counting a roll that may not happen, the figure is a bound
+        bound = "up to " if any(g["upTo"] or g.get("maybe") for g in timed) else ""
+        source = r["durations"]["source"]
         return "\n".join(
             [
-                f"  expected duration: about {r['expectedMinutes']:g} min, a model ({r['durations']['source']}):",
+                f"  expected duration: {bound}about {r['expectedMinutes']:g} min, a model ({source}):",
                 *([f"    {', then '.join(steps)}"] if (steps := _timed_steps(r, timed)) else []),
                 *([f"    counted: {', '.join(counted)}"] if counted else []),
             ]

@@ -28,6 +28,7 @@ from components.catalog import (
     QUOTA_NAMES,
     SOURCES,
     SUPPORTED_KUBERNETES_VERSIONS,
+    fsx_automatic_metadata_iops,
     fsx_capacity_problem,
 )
 from components.catalog.environment import CLUSTER_VARIABLES
@@ -358,6 +359,29 @@ def test_fsx_capacity_increments(capacity: int, tier: int, efa: bool, ok: bool) 
     assert (problem is None) == ok, problem
     if problem:
         assert str(capacity) in problem and "try" in problem
+
+
+@pytest.mark.parametrize(
+    "capacity,iops",
+    [
+        (1200, 1500),
+        (2400, 3000),
+        (4800, 6000),
+        (9600, 6000),
+        (12000, 12000),
+        (45600, 12000),
+        (48000, 24000),
+        (50400, 24000),
+        (72000, 36000),
+        (384000, 192000),
+        (480000, 192000),
+    ],
+)
+def test_fsx_automatic_metadata_iops(capacity: int, iops: int) -> None:
+    """AUTOMATIC's metadata IOPS by capacity (FSx's managing-metadata-performance page), each a value USER_PROVISIONED
+    accepts too, so a user can keep what AUTOMATIC gave."""
+    assert fsx_automatic_metadata_iops(capacity) == iops
+    assert iops in FSX_METADATA_IOPS
 
 
 def test_every_duration_names_its_source_or_why_it_is_an_estimate() -> None:

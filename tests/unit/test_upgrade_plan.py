@@ -40,6 +40,7 @@ from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.nodes import RELEASE_SUFFIX, AmiPlan
 from stacks.plan.old_config import PLATFORM_SOURCE, newest_minor
 from stacks.plan.report import main as plan_main
+from stacks.plan.storage_change import fsx_updated_in_place
 from stacks.plan.templates import digest, launch_template, template_digests
 from stacks.plan.upgrade import AddonChange, compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
@@ -139,7 +140,9 @@ def test_the_expected_duration_counts_defaults_first_new_nodes_only_where_the_sl
     new = copy.deepcopy(old)
     new[P + "nodeGroups"]["gpu"]["diskSizeGib"] += 100
     alone = render_upgrade(upgrade_report(compare(plan_of("p5", old), plan_of("p5", new))))
-    assert "  expected duration: about 40 min, a model" in alone and "DEFAULT's first new nodes" not in alone, alone
+    assert "  expected duration: up to about 40 min, a model" in alone and "DEFAULT's first new nodes" not in alone, (
+        alone
+    )
     minor = compare(
         plan_of("p5", variant("p5", kubernetesVersion="1.35")), plan_of("p5", variant("p5", kubernetesVersion="1.36"))
     )
@@ -1314,13 +1317,17 @@ def _storage(stack: str, **settings: Any) -> dict[str, Any]:
         ),
         (
             "p5",
-            {P + "storage": {"backend": "fsx", "fsx": {"metadataMode": "AUTOMATIC"}}},
-            {P + "storage": {"backend": "fsx", "fsx": {"metadataMode": "USER_PROVISIONED", "metadataIops": 1500}}},
-            "eks-training:storage.fsx.metadataMode AUTOMATIC -> USER_PROVISIONED at 1500 IOPS, if that is below the "
-            "IOPS AUTOMATIC gave the file system (FSx raises them with its capacity; `aws fsx describe-file-systems "
-            "--file-system-ids FS_ID --query FileSystems[0].LustreConfiguration.MetadataConfiguration.Iops` prints "
-            "them): set eks-training:storage.fsx.metadataIops to at least those: a new, empty file system; the old "
-            "file system is deleted with its data (storage.retainOnDelete was not applied)",
+            {P + "storage": {"backend": "fsx", "fsx": {"metadataMode": "AUTOMATIC", "storageCapacityGib": 2400}}},
+            {
+                P + "storage": {
+                    "backend": "fsx",
+                    "fsx": {"metadataMode": "USER_PROVISIONED", "metadataIops": 1500, "storageCapacityGib": 2400},
+                }
+            },
+            "eks-training:storage.fsx.metadataMode AUTOMATIC -> USER_PROVISIONED at 1500 IOPS, below the 3000 "
+            "AUTOMATIC gives 2400 GiB (set eks-training:storage.fsx.metadataIops to at least that to keep the file "
+            "system): a new, empty file system; the old file system is deleted with its data "
+            "(storage.retainOnDelete was not applied)",
         ),
         (
             "p5",
@@ -1419,15 +1426,76 @@ def test_user_provisioned_metadata_back_to_automatic_says_to_switch_it_outside_p
     switch while the IOPS exceed AUTOMATIC's (its switch-provisioning-mode page): no data change, a note with the
     command that makes the switch."""
     fsx = preset("p5")[P + "storage"]["fsx"]
-    provisioned = _storage("p5", fsx={**fsx, "metadataMode": "USER_PROVISIONED", "metadataIops": 12000})
+    assert fsx["storageCapacityGib"] == 1200  # AUTOMATIC gives it 1500 IOPS
+    provisioned = _storage("p5", fsx={**fsx, "metadataMode": "USER_PROVISIONED", "metadataIops": 1500})
     u = compare(plan_of("p5", provisioned), plan_of("p5", _storage("p5", fsx={**fsx, "metadataMode": "AUTOMATIC"})))
     assert u.data == ()
     (note,) = [n for n in u.notes if "metadataMode" in n]
     assert note.startswith("eks-training:storage.fsx.metadataMode USER_PROVISIONED -> AUTOMATIC: the provider "), note
-    assert "sends the 12000 IOPS with the new mode" in note and "`pulumi up` would fail" in note
-    assert "'MetadataConfiguration={Mode=AUTOMATIC}'`, then `pulumi refresh`" in note and "1200 GiB" in note
+    assert "sends the 1500 IOPS with the new mode" in note and "`pulumi up` would fail" in note
+    assert note.endswith("'MetadataConfiguration={Mode=AUTOMATIC}'`, then `pulumi refresh`"), note
     back = compare(plan_of("p5", provisioned), plan_of("p5", provisioned))
     assert not [n for n in back.notes if "metadataMode" in n]
+
+
+def test_user_provisioned_metadata_back_to_automatic_from_more_iops_is_refused() -> None:
+    """FSx never lowers metadata IOPS, so it refuses AUTOMATIC while the file system has more than AUTOMATIC gives
+    its capacity (FSx's switch-provisioning-mode page): refused before anything changes, not a note."""
+    fsx = preset("p5")[P + "storage"]["fsx"]
+    provisioned = _storage("p5", fsx={**fsx, "metadataMode": "USER_PROVISIONED", "metadataIops": 12000})
+    problem = _refused(
+        plan_of("p5", provisioned), plan_of("p5", _storage("p5", fsx={**fsx, "metadataMode": "AUTOMATIC"}))
+    )
+    assert problem == (
+        "eks-training:storage.fsx.metadataMode USER_PROVISIONED -> AUTOMATIC: the file system has 12000 metadata "
+        "IOPS, more than the 1500 AUTOMATIC gives 1200 GiB, and FSx never lowers them, so it refuses the switch: keep "
+        "metadataMode USER_PROVISIONED, or grow eks-training:storage.fsx.storageCapacityGib first, to where AUTOMATIC "
+        "gives 12000 IOPS, and switch in a later update"
+    )
+
+
+@pytest.mark.parametrize(
+    "old_gib, new_gib, iops, needed",
+    [(1200, 2400, 1500, 3000), (2400, 4800, 3000, 6000), (1200, 12000, 6000, 12000)],
+)
+def test_a_larger_user_provisioned_fsx_with_too_few_metadata_iops_is_refused(
+    old_gib: int, new_gib: int, iops: int, needed: int
+) -> None:
+    """FSx grows a USER_PROVISIONED file system only with at least the metadata IOPS AUTOMATIC gives the new capacity
+    (terraform-provider-aws#44432: 1200 -> 2400 GiB needs 3000): `pulumi up` would fail at the file system after the
+    rest had changed. With those IOPS, or in AUTOMATIC mode, it grows in place."""
+    fsx = {**preset("p5")[P + "storage"]["fsx"], "metadataMode": "USER_PROVISIONED", "metadataIops": iops}
+    old = plan_of("p5", _storage("p5", fsx={**fsx, "storageCapacityGib": old_gib}))
+    problem = _refused(old, plan_of("p5", _storage("p5", fsx={**fsx, "storageCapacityGib": new_gib})))
+    assert problem == (
+        f"eks-training:storage.fsx.metadataIops {iops} with eks-training:storage.fsx.storageCapacityGib {old_gib} -> "
+        f"{new_gib}: FSx grows a USER_PROVISIONED file system only with at least the metadata IOPS AUTOMATIC gives "
+        f"the new capacity, {needed}: set eks-training:storage.fsx.metadataIops to {needed} or more (the provider "
+        "raises them first)"
+    )
+    enough = compare(
+        old, plan_of("p5", _storage("p5", fsx={**fsx, "storageCapacityGib": new_gib, "metadataIops": needed}))
+    )
+    assert enough.data == () and [n for n in enough.notes if "FSx grows the file system in place" in n]
+    automatic = {**fsx, "metadataMode": "AUTOMATIC"}
+    automatic.pop("metadataIops")
+    grown = compare(
+        plan_of("p5", _storage("p5", fsx={**automatic, "storageCapacityGib": old_gib})),
+        plan_of("p5", _storage("p5", fsx={**automatic, "storageCapacityGib": new_gib})),
+    )
+    assert grown.data == ()
+
+
+def test_automatic_metadata_to_user_provisioned_at_its_iops_stays_in_place() -> None:
+    """AUTOMATIC -> USER_PROVISIONED at no fewer IOPS than AUTOMATIC gave the capacity: FSx switches in place (the
+    provider replaces the file system only for fewer IOPS than its state holds)."""
+    fsx = preset("p5")[P + "storage"]["fsx"]
+    assert fsx["storageCapacityGib"] == 1200 and fsx.get("metadataMode", "AUTOMATIC") == "AUTOMATIC"
+    for iops in (1500, 12000):
+        new = plan_of("p5", _storage("p5", fsx={**fsx, "metadataMode": "USER_PROVISIONED", "metadataIops": iops}))
+        u = compare(plan_of("p5", preset("p5")), new)
+        assert u.data == (), (iops, u.data)
+        assert fsx_updated_in_place(plan_of("p5", preset("p5")), new)
 
 
 def test_a_new_fsx_throughput_tier_says_the_file_system_may_pause() -> None:
@@ -2393,7 +2461,7 @@ def test_a_group_that_goes_keeps_the_modelled_duration_line() -> None:
     old_cfg[P + "nodeGroups"]["extra"] = {**old_cfg[P + "nodeGroups"]["cpu"]}
     text = render_upgrade(upgrade_report(compare(plan_of("dev", old_cfg), plan_of("dev", preset("dev")))))
     assert "  nodeGroups.extra goes: removed from the stack file" in text
-    assert "  expected duration: about 5 min, a model" in text
+    assert "  expected duration: up to about 5 min, a model" in text
     assert "\n    the old group's deletion at the end (its nodes drain, up to 5 min)\n" in text, text
 
 
