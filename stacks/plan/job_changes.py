@@ -221,6 +221,32 @@ def deadline_notes(old_plan: Plan, new_plan: Plan, runs: tuple[JobRun, ...]) -> 
     ]
 
 
+def awaited_notes(old_plan: Plan, new_plan: Plan, runs: tuple[JobRun, ...]) -> list[str]:
+    """A job kept in its run that `pulumi up` now waits for: ``waitForCompletion`` turned on, or a ``healthCheck``
+    added, whose check Job needs the nodes the running job holds (its priority class is above training's, so Kueue may
+    preempt the job for it: components/workloads/health_check.py)."""
+    moved = {r.name for r in runs}
+    out = []
+    for name, job in new_plan.jobs.items():
+        was = old_plan.jobs.get(name)
+        if name in moved or was is None:
+            continue
+        if job.config.wait_for_completion and not was.config.wait_for_completion:
+            out.append(
+                f"job {name}: waitForCompletion false -> true: this `pulumi up` waits for the running job to end "
+                "(up to its timeoutHours and queueTimeoutHours), and stops with its reason if it failed already"
+            )
+        checked = job.config.health_check is not None and job.config.health_check.enabled
+        had = was.config.health_check is not None and was.config.health_check.enabled
+        if checked and not had:
+            out.append(
+                f"job {name}: healthCheck added: its check runs now, on the nodes the running job holds, and Kueue "
+                "may stop the job to admit it (the check's priority is higher); `pulumi up` waits for the check. "
+                "Add it when the job is not running"
+            )
+    return out
+
+
 def pod_changes(before: JobPlan, after: JobPlan) -> list[str]:
     """The keys of ``after``'s kind's :attr:`~stacks.kinds.JobKind.pod_keys` whose setting differs: a change that
     starts the job's running pods again in the same run."""

@@ -16,7 +16,8 @@ def storage_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     """Why ``pulumi up`` must not move the stack's storage from ``old_plan`` to ``new_plan``: a change EFS cannot
     make in place, a claim Kubernetes cannot resize; each names its key."""
     return (
-        _efs_mode_problems(old_plan, new_plan)
+        _backend_problems(old_plan, new_plan)
+        + _efs_mode_problems(old_plan, new_plan)
         + _claim_size_problems(old_plan, new_plan)
         + _fsx_metadata_problems(old_plan, new_plan)
     )
@@ -32,6 +33,23 @@ def storage_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
         + _fsx_metadata_notes(old_plan, new_plan)
         + _fsx_throughput_notes(old_plan, new_plan)
     )
+
+
+def _backend_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """Another backend in the same cluster and namespace: the new backend's component makes the namespace and the
+    shared claim again under resources of its own (components/storage/csi.py: ``training_namespace``,
+    ``shared_claim``), and Pulumi deletes the old ones only at the end, so Kubernetes refuses the new ones (they
+    exist) and `pulumi up` fails after the new file system is made."""
+    old, new = old_plan.config, new_plan.config
+    a, b = old.storage, new.storage
+    if a.backend == b.backend or old.cluster_name != new.cluster_name or a.namespace != b.namespace:
+        return []
+    return [
+        f"{key('storage.backend')} {a.backend} -> {b.backend} in the namespace {b.namespace}: the {b.backend} storage "
+        "makes that namespace and its claim again while the old ones still exist, which Kubernetes refuses, so "
+        f"`pulumi up` would fail after making the new file system: give {key('storage.namespace')} a new name in the "
+        "same change (the jobs move there), or make a new stack"
+    ]
 
 
 def _efs_mode_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
@@ -182,7 +200,7 @@ def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
     names its key. A jobs-only stack has neither of its own."""
     old, new = old_plan.config, new_plan.config
     if new.jobs_only:
-        return ()
+        return _jobs_only_moves(old_plan, new_plan)
     a, b = old.storage, new.storage
     deleted = _deleted(a, bucket=False)
     # where the stack stops making its FSx storage, the data bucket it made (no dataRepository.s3Path) goes too
@@ -235,12 +253,31 @@ def fsx_updated_in_place(old_plan: Plan, new_plan: Plan) -> bool:
     )
 
 
+def _jobs_only_moves(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
+    """A jobs-only stack moved to another cluster stack or team: its jobs run in that team's namespace, on its claim
+    (a folder of its own on the cluster's shared file system: stacks/teams.py), so they are made again there."""
+    a, b = old_plan.config.cluster, new_plan.config.cluster
+    if a.stack_reference is None:
+        return ()
+    if a.stack_reference != b.stack_reference:
+        return (
+            f"{key('cluster.stackReference')} {a.stack_reference} -> {b.stack_reference}: the jobs move to that "
+            "stack's cluster and its shared data, and are deleted from this one",
+        )
+    if a.team != b.team:
+        return (
+            f"{key('cluster.team')} {a.team} -> {b.team}: the jobs move to team {b.team}'s namespace and claim (a "
+            f"folder of its own on the shared file system), and are deleted from team {a.team}'s",
+        )
+    return ()
+
+
 def new_data_is_empty(old_plan: Plan, new_plan: Plan) -> bool:
     """Whether the other shared data :func:`data_changes` names is a file system the update makes, which holds no
     job's folder: under another cluster name or backend, made in place of an adopted one, or an FSx file system
     replaced. A file system the stack adopts, or another EFS claim, may hold the folders."""
-    if not data_changes(old_plan, new_plan):
-        return False
+    if new_plan.config.jobs_only or not data_changes(old_plan, new_plan):
+        return False  # a jobs-only stack's new team or cluster may hold its folders
     old, new = old_plan.config, new_plan.config
     a, b = old.storage, new.storage
     if b.file_system_id is not None:

@@ -31,7 +31,14 @@ from stacks.plan.group_changes import (
     pinned_release_problems,
     unseen_release_notes,
 )
-from stacks.plan.job_changes import NEW_DATA_RERUN, JobRun, deadline_notes, run_changes, unrecorded_notes
+from stacks.plan.job_changes import (
+    NEW_DATA_RERUN,
+    JobRun,
+    awaited_notes,
+    deadline_notes,
+    run_changes,
+    unrecorded_notes,
+)
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
 from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S
@@ -149,17 +156,21 @@ def compare(
         deleted_group(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names
     ]
     notes += outgoing_notes(old_plan, new_plan)
+    if new_plan.config.jobs_only:  # its groups copy the cluster stack's: that stack's own summary says what they do
+        groups, notes = [], _copied_group_notes(old_plan, new_plan)
     deferred = block_deferred(old_plan, new_plan)
     notes += block_start_notes(deferred)
     notes += _kueue_move_notes(new_plan, groups, runs)
     notes += _team_notes(new_plan, groups)
     notes += held_addon_notes(old_plan, new_plan)
     notes += deadline_notes(old_plan, new_plan, runs)
+    notes += awaited_notes(old_plan, new_plan, runs)
     notes += unrecorded_notes(new_plan, runs, deployed_versions)
     notes += addon_notes(old_plan, new_plan, addons, eks_defaults)
     notes += network_notes(old_plan, new_plan) if region is None else []
     if not new_plan.config.jobs_only:  # the cluster stack's own settings
         notes += _service_range_notes(old_plan, new_plan)
+        notes += _endpoint_notes(old_plan, new_plan)
         notes += _removed_team_notes(old_plan, new_plan)
         notes += storage_notes(old_plan, new_plan)
     empty = new_data_is_empty(old_plan, new_plan)
@@ -284,6 +295,42 @@ def _kept_group_changes(
             if from_file:
                 notes += unseen_release_notes(old_groups[g.name], g)
     return groups, notes
+
+
+def _copied_group_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A jobs-only stack's node groups that changed: a copy of the cluster stack's, which places its jobs; the stack
+    registers no group, and `pulumi up` stops where the copy differs from the cluster stack's
+    (:func:`stacks.jobs_only.team_of`)."""
+    a, b = old_plan.config, new_plan.config
+    changed = [key("systemNodeGroup")] if a.system_node_group != b.system_node_group else []
+    names = sorted(set(a.node_groups) | set(b.node_groups))
+    changed += [key(f"nodeGroups.{n}") for n in names if a.node_groups.get(n) != b.node_groups.get(n)]
+    if not changed:
+        return []
+    return [
+        f"{', '.join(changed)}: a jobs-only stack's groups are a copy of the cluster stack's, which places its jobs; "
+        "this stack changes no node group, and `pulumi up` stops where the copy differs from that stack's groups. "
+        "Change the cluster stack first (its own summary says what its groups do), then copy its nodeGroups here"
+    ]
+
+
+def _endpoint_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """The API server's public endpoint turned off, or given other CIDRs: EKS updates the cluster's endpoint access
+    in minutes, and a machine outside the VPC or the CIDRs loses the API, for the rest of this `pulumi up` too."""
+    a, b = old_plan.config.cluster, new_plan.config.cluster
+    if a.public_cidrs is None or a.public_cidrs == b.public_cidrs:
+        return []  # no public endpoint to lose
+    what = (
+        f"{key('cluster.endpointPublicAccess')} true -> false"
+        if a.endpoint_public_access and not b.endpoint_public_access
+        else f"{key('cluster.publicAccessCidrs')} {a.public_cidrs or 'none'} -> {b.public_cidrs or 'none'}"
+    )
+    return [
+        f"{what}: EKS updates the endpoint access in place, in minutes. From then on `kubectl` and `pulumi up`, the "
+        "rest of this one included, reach the cluster only from inside the VPC"
+        + ("" if b.public_cidrs is None else " or from the new CIDRs")
+        + ": run it from there"
+    ]
 
 
 def _removed_team_notes(old_plan: Plan, new_plan: Plan) -> list[str]:

@@ -204,6 +204,7 @@ def render_upgrade(r: dict[str, Any]) -> str:
             "  cluster: another stack's (cluster.stackReference): its own summary shows its Kubernetes minor, add-ons "
             "and node groups"
         )
+        lines.extend(f"  data: {d}" for d in r["data"])
     else:
         lines += _cluster_lines(r)
     if r["data"] and r.get("dataEmpty"):

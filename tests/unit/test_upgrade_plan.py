@@ -1249,7 +1249,7 @@ def _storage(stack: str, **settings: Any) -> dict[str, Any]:
         (
             "p5",
             {},
-            {P + "storage": {"backend": "efs"}},
+            {P + "storage": {"backend": "efs", "namespace": "training-efs"}},
             "eks-training:storage.backend fsx -> efs: a new, empty file system; the old file system is deleted with "
             "its data, and the data bucket the stack made, with everything in it (the datasets and what was exported) "
             "(storage.retainOnDelete was not applied)",
@@ -1345,7 +1345,7 @@ def _storage(stack: str, **settings: Any) -> dict[str, Any]:
                     "fsx": {**preset("p5")[P + "storage"]["fsx"], "dataRepository": {"s3Path": "s3://mine/"}}
                 }
             },
-            {P + "storage": {"backend": "efs"}},
+            {P + "storage": {"backend": "efs", "namespace": "training-efs"}},
             "eks-training:storage.backend fsx -> efs: a new, empty file system; the old file system is deleted with "
             "its data (storage.retainOnDelete was not applied)",
         ),
@@ -1379,6 +1379,29 @@ def test_a_change_that_replaces_the_cluster_or_the_jobs_data_is_named(
     u = compare(plan_of(stack, before), plan_of(stack, after))
     assert u.data == (said,)
     assert f"\n  data: {said}\n" in render_upgrade(upgrade_report(u))
+
+
+@pytest.mark.parametrize("stack, backend", [("dev", "fsx"), ("p5", "efs")])
+def test_another_backend_in_the_same_namespace_is_refused(stack: str, backend: str) -> None:
+    """The other backend's component makes the namespace and the shared claim again under resources of its own, and
+    Pulumi deletes the old ones only at the end: Kubernetes refuses the new ones, after the new file system is made.
+    A new namespace in the same change (above), or a new cluster name, is no such collision."""
+    new = preset(stack)
+    new[P + "storage"] = {k: v for k, v in (new.get(P + "storage") or {}).items() if k != "fsx"}
+    new[P + "storage"]["backend"] = backend
+    if backend == "fsx":  # FSx sits in one zone: the one of the groups that mount it
+        for g in new[P + "nodeGroups"].values():
+            g["availabilityZone"] = "us-east-1a"
+    problem = _refused(plan_of(stack, preset(stack)), plan_of(stack, new))
+    old_backend = "efs" if backend == "fsx" else "fsx"
+    assert problem == (
+        f"eks-training:storage.backend {old_backend} -> {backend} in the namespace training: the {backend} storage "
+        "makes that namespace and its claim again while the old ones still exist, which Kubernetes refuses, so "
+        "`pulumi up` would fail after making the new file system: give eks-training:storage.namespace a new name in "
+        "the same change (the jobs move there), or make a new stack"
+    )
+    renamed = {**new, P + "clusterName": "other"}
+    assert compare(plan_of(stack, preset(stack)), plan_of(stack, renamed)).data
 
 
 def test_a_new_cluster_name_says_every_group_is_made_again_and_the_time_is_a_new_stacks() -> None:
@@ -1544,6 +1567,104 @@ def test_a_jobs_only_stacks_cluster_name_replaces_nothing_of_its_own() -> None:
     renamed = {**config, P + "clusterName": "vision-two"}
     u = compare(plan_of("vision", config), plan_of("vision", renamed))
     assert u.data == ()
+
+
+def _vision() -> dict[str, Any]:
+    """The jobs-only example stack's configuration (examples/teams/Pulumi.vision.yaml)."""
+    data = load_yaml((REPO / "examples" / "teams" / "Pulumi.vision.yaml").read_text()) or {}
+    return json.loads(json.dumps(data["config"]))
+
+
+def test_a_jobs_only_stacks_group_copy_gets_one_note_and_no_group_line() -> None:
+    """A jobs-only stack registers no node group: its nodeGroups copy the cluster stack's to place its jobs. A change
+    there names no roll and no size command (which would act on the cluster stack's group): one note says to change
+    the cluster stack first."""
+    old = _vision()
+    for change in ({"minSize": 1}, {"instanceTypes": ["g6.xlarge"]}):
+        new = _vision()
+        new[P + "nodeGroups"]["gpu"] = {**new[P + "nodeGroups"]["gpu"], **change}
+        u = compare(plan_of("vision", old), plan_of("vision", new))
+        assert u.groups == (), change
+        assert u.notes == (
+            "eks-training:nodeGroups.gpu: a jobs-only stack's groups are a copy of the cluster stack's, which places "
+            "its jobs; this stack changes no node group, and `pulumi up` stops where the copy differs from that "
+            "stack's groups. Change the cluster stack first (its own summary says what its groups do), then copy its "
+            "nodeGroups here",
+        ), change
+        assert "aws eks update-nodegroup-config" not in render_upgrade(upgrade_report(u))
+    assert compare(plan_of("vision", old), plan_of("vision", old)).notes == ()
+
+
+@pytest.mark.parametrize(
+    "cluster, said",
+    [
+        (
+            {"team": "nlp"},
+            "eks-training:cluster.team vision -> nlp: the jobs move to team nlp's namespace and claim (a folder of its "
+            "own on the shared file system), and are deleted from team vision's",
+        ),
+        (
+            {"stackReference": "organization/eks-training/other"},
+            "eks-training:cluster.stackReference organization/eks-training/shared -> organization/eks-training/other: "
+            "the jobs move to that stack's cluster and its shared data, and are deleted from this one",
+        ),
+    ],
+)
+def test_a_jobs_only_stack_moved_to_another_team_or_cluster_says_the_jobs_move(
+    cluster: dict[str, str], said: str
+) -> None:
+    """A jobs-only stack's jobs run in its team's namespace and claim on the referenced cluster: another team or
+    cluster stack makes them again there, where their folders are only if they ran there before."""
+    new = _vision()
+    new[P + "cluster"] = {**new[P + "cluster"], **cluster}
+    u = compare(plan_of("vision", _vision()), plan_of("vision", new))
+    assert u.data == (said,) and not u.data_empty
+    text = render_upgrade(upgrade_report(u))
+    assert f"\n  data: {said}\n" in text, text
+    assert (
+        "\n  jobs: each job starts again on the shared data the data: line names: from its first step where its "
+        in text
+    )
+
+
+def test_a_job_newly_awaited_or_checked_gets_a_note() -> None:
+    """`pulumi up` waits for a running job whose waitForCompletion turns on (and stops if it failed), and a health
+    check added to a running job needs the nodes it holds, at a higher priority: each gets a note; an unchanged job
+    none."""
+    old = preset("dev")
+    new = preset("dev")
+    new[P + "jobs"]["train"] = {**new[P + "jobs"]["train"], "waitForCompletion": True}
+    (note,) = [n for n in compare(plan_of("dev", old), plan_of("dev", new)).notes if n.startswith("job train:")]
+    assert note.startswith("job train: waitForCompletion false -> true: this `pulumi up` waits for the running job"), (
+        note
+    )
+    checked = preset("tensorflow")
+    checked[P + "jobs"]["train"] = {**checked[P + "jobs"]["train"], "healthCheck": {}}
+    notes = compare(plan_of("tensorflow", preset("tensorflow")), plan_of("tensorflow", checked)).notes
+    (note,) = [n for n in notes if n.startswith("job train:")]
+    assert note.startswith("job train: healthCheck added: its check runs now, on the nodes the running job holds"), note
+    assert not [n for n in compare(plan_of("dev", old), plan_of("dev", old)).notes if n.startswith("job ")]
+
+
+@pytest.mark.parametrize(
+    "cluster, said",
+    [
+        ({"endpointPublicAccess": False}, "eks-training:cluster.endpointPublicAccess true -> false: EKS updates"),
+        (
+            {"publicAccessCidrs": ["203.0.113.0/24"]},
+            "eks-training:cluster.publicAccessCidrs ['0.0.0.0/0'] -> ['203.0.113.0/24']: EKS updates",
+        ),
+    ],
+)
+def test_a_narrower_public_endpoint_says_where_the_api_stays_reachable(cluster: dict[str, Any], said: str) -> None:
+    """EKS updates the endpoint's access in place; from then on a machine outside the VPC (or the new CIDRs) loses the
+    API, the rest of this `pulumi up` included. Opening the endpoint needs no note."""
+    narrower = variant("dev", **cluster)
+    (note,) = [n for n in compare(plan_of("dev", preset("dev")), plan_of("dev", narrower)).notes if "EKS updates" in n]
+    assert note.startswith(said), note
+    assert ("or from the new CIDRs" in note) == ("publicAccessCidrs" in cluster), note
+    opened = compare(plan_of("dev", variant("dev", endpointPublicAccess=False)), plan_of("dev", preset("dev")))
+    assert not [n for n in opened.notes if "EKS updates" in n]
 
 
 def _network(stack: str, **network: Any) -> dict[str, Any]:
