@@ -24,6 +24,7 @@ from stacks.last_update import (
     versions_output,
 )
 from stacks.plan import JobPlan, Plan
+from stacks.plan.admission import placement_of
 from stacks.results import copy_command
 from stacks.storage import SharedStorage
 from stacks.workloads import Workloads
@@ -144,26 +145,6 @@ def teams_outputs(env: Environment) -> dict[str, Any]:
         },
         "nodeGroupPlacement": placement_of(env.plan),
     }
-
-
-def placement_of(plan: Plan) -> dict[str, Any]:
-    """Group -> the facts a job's placement is derived from (its instance types, maxSize, labels and taints, and the
-    Topology of a topology-aware group: a job's pods must ask for a level exactly when its flavor has one)."""
-    return {
-        g.name: {
-            "instanceTypes": list(g.instance_types),
-            "maxSize": g.max_size,
-            "labels": dict(g.profile.labels),
-            "taints": [dict(t) for t in g.profile.taints],
-            **_topology_of(plan, g.name),
-        }
-        for g in plan.all_groups
-    }
-
-
-def _topology_of(plan: Plan, group: str) -> dict[str, Any]:
-    t = plan.admission.flavor(group).topology if plan.admission is not None else None
-    return {} if t is None else {"topology": t.name}
 
 
 def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,11 +15,14 @@ from stacks.plan.record import recorded_entry
 
 @dataclass(frozen=True)
 class AddonChange:
-    """An add-on (or chart) whose version changes; ``None``: EKS's default for the minor."""
+    """An add-on (or chart) whose version changes, or that the update installs or removes; ``None``: EKS's default
+    for the minor."""
 
     name: str
     old: Optional[str]
     new: Optional[str]
+    change: str = "version"
+    """``version``, ``installed`` (``old`` unused) or ``removed`` (``new`` unused)."""
 
 
 def deployed_version(name: str, planned: Optional[str], recorded: Optional[Mapping[str, object]]) -> Optional[str]:
@@ -140,7 +143,22 @@ def addon_changes(
         AddonChange(n, before if n in live else deployed_version(n, before, recorded), after)
         for n, before, after in moves
     )
-    return tuple(c for c in changes if c.old != c.new or c.new is None)
+    installed = [
+        AddonChange(n, None, addon_version_for(n, b, new_plan.config.cluster.addon_versions), "installed")
+        for n in new_plan.addons
+        if n not in old_plan.addons
+    ]
+    removed = [
+        AddonChange(
+            n,
+            deployed_version(n, addon_version_for(n, a, old_plan.config.cluster.addon_versions), recorded),
+            None,
+            "removed",
+        )
+        for n in old_plan.addons
+        if n not in new_plan.addons
+    ]
+    return (*(c for c in changes if c.old != c.new or c.new is None), *installed, *removed)
 
 
 def addon_notes(
@@ -152,6 +170,7 @@ def addon_notes(
     """What the add-ons' moves mean: one left to EKS's default that moves with the minor, a default EKS raised since
     the last update, a storage driver that remounts."""
     minor = new_plan.config.cluster.kubernetes_version
+    addons = tuple(a for a in addons if a.change == "version")  # an add-on installed or removed has no move to explain
     return (
         _default_addon_notes(addons, minor)
         + _raised_default_notes(old_plan, new_plan, addons, eks_defaults)

@@ -12,7 +12,7 @@ Why, with Kueue's and the autoscaler's sources: docs/explanation/admission.md.""
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from components.catalog import (
     NETWORK_TOPOLOGY,
@@ -437,3 +437,23 @@ def topology_region_problems(plan: Plan, region: str) -> list[str]:
         for f in plan.admission.flavors
         if f.topology is not None
     ]
+
+
+def placement_of(plan: Plan) -> dict[str, Any]:
+    """Group -> the facts a job's placement is derived from (its instance types, maxSize, labels and taints, and the
+    Topology of a topology-aware group: a job's pods must ask for a level exactly when its flavor has one)."""
+    return {
+        g.name: {
+            "instanceTypes": list(g.instance_types),
+            "maxSize": g.max_size,
+            "labels": dict(g.profile.labels),
+            "taints": [dict(t) for t in g.profile.taints],
+            **_topology_of(plan, g.name),
+        }
+        for g in plan.all_groups
+    }
+
+
+def _topology_of(plan: Plan, group: str) -> dict[str, Any]:
+    t = plan.admission.flavor(group).topology if plan.admission is not None else None
+    return {} if t is None else {"topology": t.name}

@@ -223,8 +223,8 @@ def deadline_notes(old_plan: Plan, new_plan: Plan, runs: tuple[JobRun, ...]) -> 
 
 def awaited_notes(old_plan: Plan, new_plan: Plan, runs: tuple[JobRun, ...]) -> list[str]:
     """A job kept in its run that `pulumi up` now waits for: ``waitForCompletion`` turned on, or a ``healthCheck``
-    added, whose check Job needs the nodes the running job holds (its priority class is above training's, so Kueue may
-    preempt the job for it: components/workloads/health_check.py)."""
+    added, whose check Job is admitted against the group's quota, at a priority above training's
+    (:data:`stacks.plan.queues.KIND_OFFSET`): Kueue preempts the job for it where the job holds that quota."""
     moved = {r.name for r in runs}
     out = []
     for name, job in new_plan.jobs.items():
@@ -240,9 +240,9 @@ def awaited_notes(old_plan: Plan, new_plan: Plan, runs: tuple[JobRun, ...]) -> l
         had = was.config.health_check is not None and was.config.health_check.enabled
         if checked and not had:
             out.append(
-                f"job {name}: healthCheck added: its check runs now, on the nodes the running job holds, and Kueue "
-                "may stop the job to admit it (the check's priority is higher); `pulumi up` waits for the check. "
-                "Add it when the job is not running"
+                f"job {name}: healthCheck added: its check is queued now, on the job's group; where the running job "
+                "holds the quota it needs, Kueue stops the job to admit it (the check's priority is higher). `pulumi "
+                "up` waits for the check. Add it when the job is not running"
             )
     return out
 

@@ -39,7 +39,8 @@ def _backend_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     """Another backend in the same cluster and namespace: the new backend's component makes the namespace and the
     shared claim again under resources of its own (components/storage/csi.py: ``training_namespace``,
     ``shared_claim``), and Pulumi deletes the old ones only at the end, so Kubernetes refuses the new ones (they
-    exist) and `pulumi up` fails after the new file system is made."""
+    exist): `pulumi up` fails early, with the new file system half made. In a new namespace, the jobs are made again
+    there while the old ones still run, in the same queues: finished jobs leave the nodes to them."""
     old, new = old_plan.config, new_plan.config
     a, b = old.storage, new.storage
     if a.backend == b.backend or old.cluster_name != new.cluster_name or a.namespace != b.namespace:
@@ -47,8 +48,8 @@ def _backend_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     return [
         f"{key('storage.backend')} {a.backend} -> {b.backend} in the namespace {b.namespace}: the {b.backend} storage "
         "makes that namespace and its claim again while the old ones still exist, which Kubernetes refuses, so "
-        f"`pulumi up` would fail after making the new file system: give {key('storage.namespace')} a new name in the "
-        "same change (the jobs move there), or make a new stack"
+        "`pulumi up` would fail early, with the new file system half made. Once the jobs have finished, give "
+        f"{key('storage.namespace')} a new name in the same change (the jobs move there), or make a new stack"
     ]
 
 
@@ -201,6 +202,11 @@ def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
     old, new = old_plan.config, new_plan.config
     if new.jobs_only:
         return _jobs_only_moves(old_plan, new_plan)
+    if old.jobs_only:
+        return (
+            f"{key('cluster.stackReference')} {old.cluster.stack_reference} -> unset: the stack makes a cluster of its "
+            "own, with a new, empty file system; its jobs move there, and are deleted from the old cluster",
+        )
     a, b = old.storage, new.storage
     deleted = _deleted(a, bucket=False)
     # where the stack stops making its FSx storage, the data bucket it made (no dataRepository.s3Path) goes too
@@ -258,11 +264,17 @@ def _jobs_only_moves(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
     (a folder of its own on the cluster's shared file system: stacks/teams.py), so they are made again there."""
     a, b = old_plan.config.cluster, new_plan.config.cluster
     if a.stack_reference is None:
-        return ()
+        made = ["the cluster, its nodes", "the VPC"] * (old_plan.config.network is not None)
+        made = made or ["the cluster, its nodes"]
+        return (
+            f"{key('cluster.stackReference')} unset -> {b.stack_reference}: the stack becomes a jobs-only stack and "
+            f"deletes what it made ({', '.join(made)}, the file system, Kueue); its jobs move to that stack's cluster"
+            + _deleted(old_plan.config.storage, bucket=old_plan.config.storage.makes_data_bucket),
+        )
     if a.stack_reference != b.stack_reference:
         return (
             f"{key('cluster.stackReference')} {a.stack_reference} -> {b.stack_reference}: the jobs move to that "
-            "stack's cluster and its shared data, and are deleted from this one",
+            "stack's cluster and its shared data, and are deleted from the old cluster",
         )
     if a.team != b.team:
         return (

@@ -12,6 +12,7 @@ Pulumi updates the control plane first (everything else depends on the cluster),
 the groups wait for the VPC CNI and kube-proxy add-ons.
 """
 
+import ipaddress
 from dataclasses import dataclass, replace
 from typing import Mapping, Optional
 
@@ -19,6 +20,7 @@ from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, FSX_UPDA
 from stacks.config import ConfigError, key
 from stacks.plan import Plan
 from stacks.plan.addon_changes import AddonChange, addon_changes, addon_notes, addon_step_problems, held_addon_notes
+from stacks.plan.admission import placement_of
 from stacks.plan.flavor_change import flavor_problems
 from stacks.plan.group_changes import (
     GroupChange,
@@ -298,38 +300,43 @@ def _kept_group_changes(
 
 
 def _copied_group_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
-    """A jobs-only stack's node groups that changed: a copy of the cluster stack's, which places its jobs; the stack
-    registers no group, and `pulumi up` stops where the copy differs from the cluster stack's
-    (:func:`stacks.jobs_only.team_of`)."""
-    a, b = old_plan.config, new_plan.config
-    changed = [key("systemNodeGroup")] if a.system_node_group != b.system_node_group else []
-    names = sorted(set(a.node_groups) | set(b.node_groups))
-    changed += [key(f"nodeGroups.{n}") for n in names if a.node_groups.get(n) != b.node_groups.get(n)]
+    """A jobs-only stack's groups, a copy of the cluster stack's, whose placement of its jobs changed (what
+    :func:`stacks.jobs_only.team_of` compares with the cluster stack's: instance types, maxSize, labels, taints and
+    topology, of the groups its jobs use). The stack registers no group: a change there is the cluster stack's."""
+    before, after = placement_of(old_plan), placement_of(new_plan)
+    used = sorted({j.group.name for j in new_plan.jobs.values()})
+    changed = [new_plan.group(n).path for n in used if before.get(n) != after.get(n)]
     if not changed:
         return []
     return [
-        f"{', '.join(changed)}: a jobs-only stack's groups are a copy of the cluster stack's, which places its jobs; "
-        "this stack changes no node group, and `pulumi up` stops where the copy differs from that stack's groups. "
-        "Change the cluster stack first (its own summary says what its groups do), then copy its nodeGroups here"
+        f"{', '.join(key(p) for p in changed)}: a jobs-only stack's groups are a copy of the cluster stack's, which "
+        "places its jobs; this stack changes no node group, and `pulumi up` stops where the copy differs from that "
+        "stack's groups. Change the cluster stack first (its own summary says what its groups do), then copy its "
+        "nodeGroups here"
     ]
 
 
 def _endpoint_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
-    """The API server's public endpoint turned off, or given other CIDRs: EKS updates the cluster's endpoint access
-    in minutes, and a machine outside the VPC or the CIDRs loses the API, for the rest of this `pulumi up` too."""
+    """The API server's public endpoint turned off, or some address it allowed no longer allowed: EKS updates the
+    cluster's endpoint access in place, in minutes, and a machine outside the VPC, its connected networks and the new
+    CIDRs loses the API, for the rest of this `pulumi up` too. Wider or reordered CIDRs lose nothing."""
     a, b = old_plan.config.cluster, new_plan.config.cluster
-    if a.public_cidrs is None or a.public_cidrs == b.public_cidrs:
+    if a.public_cidrs is None:
         return []  # no public endpoint to lose
+    if b.public_cidrs is not None:
+        was = [ipaddress.ip_network(c, strict=False) for c in a.public_cidrs]
+        now = [ipaddress.ip_network(c, strict=False) for c in b.public_cidrs]
+        if all(any(n.version == m.version and n.subnet_of(m) for m in now) for n in was):  # type: ignore[arg-type]
+            return []
     what = (
         f"{key('cluster.endpointPublicAccess')} true -> false"
-        if a.endpoint_public_access and not b.endpoint_public_access
-        else f"{key('cluster.publicAccessCidrs')} {a.public_cidrs or 'none'} -> {b.public_cidrs or 'none'}"
+        if b.public_cidrs is None
+        else f"{key('cluster.publicAccessCidrs')} {a.public_cidrs} -> {b.public_cidrs}"
     )
+    where = "the VPC and the networks connected to it" + ("" if b.public_cidrs is None else ", or the new CIDRs")
     return [
         f"{what}: EKS updates the endpoint access in place, in minutes. From then on `kubectl` and `pulumi up`, the "
-        "rest of this one included, reach the cluster only from inside the VPC"
-        + ("" if b.public_cidrs is None else " or from the new CIDRs")
-        + ": run it from there"
+        f"rest of this one included, reach the cluster only from {where}: run it from there"
     ]
 
 

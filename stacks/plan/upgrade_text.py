@@ -70,7 +70,10 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
             }
             for g in u.groups
         ],
-        "addons": [{"name": a.name, "from": a.old, "to": a.new} for a in u.addons],
+        "addons": [
+            {"name": a.name, "from": a.old, "to": a.new, **({"change": a.change} if a.change != "version" else {})}
+            for a in u.addons
+        ],
         "data": list(u.data),
         "dataEmpty": u.data_empty,
         "untimed": list(u.untimed),
@@ -255,7 +258,13 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
     if r["addons"]:
         lines.append("  add-ons:")
         for a in r["addons"]:
-            lines.append(f"    {a['name']}: {_version(a['from'], k['from'])} -> {_version(a['to'], k['to'])}")
+            change = a.get("change")
+            if change == "installed":
+                lines.append(f"    {a['name']}: installed, {_version(a['to'], k['to'])}")
+            elif change == "removed":
+                lines.append(f"    {a['name']}: removed (EKS deletes it and its pods)")
+            else:
+                lines.append(f"    {a['name']}: {_version(a['from'], k['from'])} -> {_version(a['to'], k['to'])}")
     lines.extend(f"  data: {d}" for d in r["data"])
     if r["clusterReplaced"]:
         lines.append("  node groups: every group is made again with the new cluster, then the old ones deleted")

@@ -1384,7 +1384,7 @@ def test_a_change_that_replaces_the_cluster_or_the_jobs_data_is_named(
 @pytest.mark.parametrize("stack, backend", [("dev", "fsx"), ("p5", "efs")])
 def test_another_backend_in_the_same_namespace_is_refused(stack: str, backend: str) -> None:
     """The other backend's component makes the namespace and the shared claim again under resources of its own, and
-    Pulumi deletes the old ones only at the end: Kubernetes refuses the new ones, after the new file system is made.
+    Pulumi deletes the old ones only at the end: Kubernetes refuses the new ones, early in the update.
     A new namespace in the same change (above), or a new cluster name, is no such collision."""
     new = preset(stack)
     new[P + "storage"] = {k: v for k, v in (new.get(P + "storage") or {}).items() if k != "fsx"}
@@ -1397,8 +1397,8 @@ def test_another_backend_in_the_same_namespace_is_refused(stack: str, backend: s
     assert problem == (
         f"eks-training:storage.backend {old_backend} -> {backend} in the namespace training: the {backend} storage "
         "makes that namespace and its claim again while the old ones still exist, which Kubernetes refuses, so "
-        "`pulumi up` would fail after making the new file system: give eks-training:storage.namespace a new name in "
-        "the same change (the jobs move there), or make a new stack"
+        "`pulumi up` would fail early, with the new file system half made. Once the jobs have finished, give "
+        "eks-training:storage.namespace a new name in the same change (the jobs move there), or make a new stack"
     )
     renamed = {**new, P + "clusterName": "other"}
     assert compare(plan_of(stack, preset(stack)), plan_of(stack, renamed)).data
@@ -1580,7 +1580,7 @@ def test_a_jobs_only_stacks_group_copy_gets_one_note_and_no_group_line() -> None
     there names no roll and no size command (which would act on the cluster stack's group): one note says to change
     the cluster stack first."""
     old = _vision()
-    for change in ({"minSize": 1}, {"instanceTypes": ["g6.xlarge"]}):
+    for change in ({"maxSize": 3}, {"instanceTypes": ["g6.xlarge"]}):
         new = _vision()
         new[P + "nodeGroups"]["gpu"] = {**new[P + "nodeGroups"]["gpu"], **change}
         u = compare(plan_of("vision", old), plan_of("vision", new))
@@ -1593,6 +1593,11 @@ def test_a_jobs_only_stacks_group_copy_gets_one_note_and_no_group_line() -> None
         ), change
         assert "aws eks update-nodegroup-config" not in render_upgrade(upgrade_report(u))
     assert compare(plan_of("vision", old), plan_of("vision", old)).notes == ()
+    # what does not place the jobs (team_of compares instance types, maxSize, labels, taints, topology) gets no note
+    for change in ({"minSize": 1}, {"diskSizeGib": 300}):
+        new = _vision()
+        new[P + "nodeGroups"]["gpu"] = {**new[P + "nodeGroups"]["gpu"], **change}
+        assert compare(plan_of("vision", old), plan_of("vision", new)).notes == (), change
 
 
 @pytest.mark.parametrize(
@@ -1606,7 +1611,7 @@ def test_a_jobs_only_stacks_group_copy_gets_one_note_and_no_group_line() -> None
         (
             {"stackReference": "organization/eks-training/other"},
             "eks-training:cluster.stackReference organization/eks-training/shared -> organization/eks-training/other: "
-            "the jobs move to that stack's cluster and its shared data, and are deleted from this one",
+            "the jobs move to that stack's cluster and its shared data, and are deleted from the old cluster",
         ),
     ],
 )
@@ -1642,7 +1647,7 @@ def test_a_job_newly_awaited_or_checked_gets_a_note() -> None:
     checked[P + "jobs"]["train"] = {**checked[P + "jobs"]["train"], "healthCheck": {}}
     notes = compare(plan_of("tensorflow", preset("tensorflow")), plan_of("tensorflow", checked)).notes
     (note,) = [n for n in notes if n.startswith("job train:")]
-    assert note.startswith("job train: healthCheck added: its check runs now, on the nodes the running job holds"), note
+    assert note.startswith("job train: healthCheck added: its check is queued now, on the job's group; where"), note
     assert not [n for n in compare(plan_of("dev", old), plan_of("dev", old)).notes if n.startswith("job ")]
 
 
@@ -1662,9 +1667,44 @@ def test_a_narrower_public_endpoint_says_where_the_api_stays_reachable(cluster: 
     narrower = variant("dev", **cluster)
     (note,) = [n for n in compare(plan_of("dev", preset("dev")), plan_of("dev", narrower)).notes if "EKS updates" in n]
     assert note.startswith(said), note
-    assert ("or from the new CIDRs" in note) == ("publicAccessCidrs" in cluster), note
+    assert ("or the new CIDRs" in note) == ("publicAccessCidrs" in cluster), note
     opened = compare(plan_of("dev", variant("dev", endpointPublicAccess=False)), plan_of("dev", preset("dev")))
     assert not [n for n in opened.notes if "EKS updates" in n]
+    # wider, more or reordered CIDRs lose no address
+    narrow = variant("dev", publicAccessCidrs=["203.0.113.0/24", "198.51.100.0/24"])
+    for wider in (["0.0.0.0/0"], ["198.51.100.0/24", "203.0.113.0/24"], ["203.0.113.0/24", "198.51.100.0/23"]):
+        u = compare(plan_of("dev", narrow), plan_of("dev", variant("dev", publicAccessCidrs=wider)))
+        assert not [n for n in u.notes if "EKS updates" in n], wider
+
+
+def test_a_stack_that_becomes_jobs_only_or_makes_its_own_cluster_says_what_it_deletes_or_makes() -> None:
+    """A cluster stack's file turned into a jobs-only one deletes the cluster, VPC, file system and Kueue it made; a
+    jobs-only stack turned into a cluster stack makes them, with a new, empty file system: each is a data: line."""
+    shared = load_yaml((REPO / "examples" / "teams" / "Pulumi.shared.yaml").read_text())["config"]
+    (line,) = compare(plan_of("vision", shared), plan_of("vision", _vision())).data
+    assert line.startswith(
+        "eks-training:cluster.stackReference unset -> organization/eks-training/shared: the stack becomes a jobs-only "
+        "stack and deletes what it made (the cluster, its nodes, the VPC, the file system, Kueue)"
+    ), line
+    (line,) = compare(plan_of("vision", _vision()), plan_of("vision", shared)).data
+    assert line == (
+        "eks-training:cluster.stackReference organization/eks-training/shared -> unset: the stack makes a cluster of "
+        "its own, with a new, empty file system; its jobs move there, and are deleted from the old cluster"
+    )
+
+
+def test_an_add_on_installed_or_removed_is_listed_and_timed() -> None:
+    """Metrics turned on installs Amazon CloudWatch Observability, turned off removes it: the add-ons lines say so,
+    and the expected duration counts the add-ons' step (it said no add-on update)."""
+    on = preset("dev")
+    on[P + "operations"] = {**(on.get(P + "operations") or {}), "metrics": True}
+    text = render_upgrade(upgrade_report(compare(plan_of("dev", preset("dev")), plan_of("dev", on))))
+    assert "\n  add-ons:\n    amazon-cloudwatch-observability: installed, " in text, text
+    assert "\n    the add-ons (" in text and "no control plane, add-on or node group update" not in text, text
+    text = render_upgrade(upgrade_report(compare(plan_of("dev", on), plan_of("dev", preset("dev")))))
+    assert "\n    amazon-cloudwatch-observability: removed (EKS deletes it and its pods)\n" in text, text
+    report = upgrade_report(compare(plan_of("dev", on), plan_of("dev", preset("dev"))))
+    assert [a for a in report["addons"] if a["name"] == "amazon-cloudwatch-observability"][0]["change"] == "removed"
 
 
 def _network(stack: str, **network: Any) -> dict[str, Any]:
