@@ -73,7 +73,10 @@ def image_builds(plan: Plan) -> dict[str, str]:
 
 def _moved(image: ImagePlan, was: ImagePlan, recorded: Mapping[str, object]) -> bool:
     """``image``'s build differs from the one the last update recorded, else (no record) from the old plan's
-    (``was``; ``plan --from`` reads it at the revision)."""
+    (``was``; ``plan --from`` reads it at the revision); or it is built under another key, into a repository of its
+    own (stacks/workloads.py: one ECR repository per build), so the pods pull another reference."""
+    if image.context is not None and image.variant != was.variant:
+        return True
     return (recorded_entry(recorded, build_key(image)) or was.version) != image.version
 
 
@@ -120,6 +123,8 @@ def run_changes(
                 out.append(JobRun(name, "restarts", tuple(restarts), old_dir, job.output_dir, how, rerun))
             continue
         reasons = _recipe_changes(was.run_recipe, job.run_recipe, benchmark=name in experiments)
+        if not reasons and job.image.context is not None and job.image.variant != was.image.variant:
+            reasons = [f"its image's repository, images.{was.image.variant} -> images.{job.image.variant}"]
         if not reasons:
             reasons = ["its image, code or this project's version"]
         kind = KINDS[job.kind]

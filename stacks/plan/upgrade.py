@@ -198,14 +198,24 @@ def compare(
 
 def untimed_steps(old_plan: Plan, new_plan: Plan, new_data: bool) -> tuple[str, ...]:
     """The update's steps the expected duration leaves out, each with its time from the catalog
-    (:mod:`components.catalog.timings`): a new file system (``new_data``) and the datasets staged on it, an FSx file
-    system's update in place, the builds of the images whose folders changed."""
+    (:mod:`components.catalog.timings`): a new file system (``new_data``) and the datasets staged on it, a dataset
+    staged anew (added, or another source or folder), an FSx file system's update in place, the builds of the images
+    whose folders changed."""
     out = []
     if new_data and new_plan.storage.fsx is not None:
         fsx = CREATION["aws:fsx/lustreFileSystem:LustreFileSystem"].minutes
         out.append(f"a new FSx file system (about {fsx:g} min) and the datasets staged on it again")
     elif new_data:
         out.append("a new EFS file system and the datasets staged on it again")
+    staged = [
+        name
+        for name, d in new_plan.datasets.items()
+        if not d.imported
+        and not new_data
+        and ((was := old_plan.datasets.get(name)) is None or (was.path, was.config) != (d.path, d.config))
+    ]
+    if staged:
+        out.append(f"the staging of {', '.join(staged)} (up to each one's timeoutMinutes)")
     if fsx_updated_in_place(old_plan, new_plan):
         out.append(f"the FSx file system's update (`pulumi up` waits up to {FSX_UPDATE_WAIT.minutes:g} min)")
     built = [

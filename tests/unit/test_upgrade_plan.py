@@ -1693,6 +1693,34 @@ def test_a_stack_that_becomes_jobs_only_or_makes_its_own_cluster_says_what_it_de
     )
 
 
+def test_an_image_built_under_another_key_replaces_the_job_in_its_folder() -> None:
+    """Each built image has an ECR repository of its own (stacks/workloads.py), so a job moved to another image key
+    of the same folder pulls another reference: its Job is replaced in the same run. A prebuilt reference under
+    another key is the same image."""
+    new = preset("dev")
+    new[P + "images"] = {"mine": {"context": "training"}}
+    new[P + "jobs"]["train"] = {**new[P + "jobs"]["train"], "image": "mine"}
+    (run,) = [r for r in compare(plan_of("dev", preset("dev")), plan_of("dev", new)).runs if r.name == "train"]
+    assert (run.action, run.reasons) == ("same folder", ("its image's repository, images.training -> images.mine",))
+    assert run.old_dir == run.new_dir
+    ref = "public.ecr.aws/docker/library/python:3.11-slim@sha256:" + "0" * 64
+    one, other = preset("dev"), preset("dev")
+    one[P + "images"] = {"a": {"prebuilt": ref}}
+    other[P + "images"] = {"b": {"prebuilt": ref}}
+    for cfg, name in ((one, "a"), (other, "b")):
+        cfg[P + "jobs"] = {"run": {"kind": "command", "nodeGroup": "cpu", "image": name, "command": ["true"]}}
+    assert compare(plan_of("dev", one), plan_of("dev", other)).runs == ()
+
+
+def test_a_dataset_staged_anew_is_named_among_what_the_duration_does_not_count() -> None:
+    """`pulumi up` waits for a staging Job: a dataset added, or given another folder, is staged in this update."""
+    moved = preset("dev")
+    moved[P + "datasets"] = {"cifar10": {"path": "datasets/cifar-copy"}}
+    u = compare(plan_of("dev", preset("dev")), plan_of("dev", moved))
+    assert "the staging of cifar10 (up to each one's timeoutMinutes)" in u.untimed, u.untimed
+    assert not [s for s in compare(plan_of("dev", moved), plan_of("dev", moved)).untimed if "staging" in s]
+
+
 def test_an_add_on_installed_or_removed_is_listed_and_timed() -> None:
     """Metrics turned on installs Amazon CloudWatch Observability, turned off removes it: the add-ons lines say so,
     and the expected duration counts the add-ons' step (it said no add-on update)."""
