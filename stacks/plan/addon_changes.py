@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_version_for, addon_version_tuple
+from components.catalog.operations import CONTAINER_INSIGHTS_LOG_GROUPS, OBSERVABILITY_ADDON
 from components.catalog.platform import STORAGE_ADDON
 from stacks.config import key
 from stacks.plan import Plan
@@ -170,8 +171,15 @@ def addon_notes(
     """What the add-ons' moves mean: one left to EKS's default that moves with the minor, a default EKS raised since
     the last update, a storage driver that remounts."""
     minor = new_plan.config.cluster.kubernetes_version
+    logs = [
+        f"{OBSERVABILITY_ADDON} removed: Pulumi deletes its Container Insights log groups "
+        f"({', '.join(CONTAINER_INSIGHTS_LOG_GROUPS)}) with it, and the jobs' logs in them: export what you need "
+        "first (aws logs create-export-task)"
+        for a in addons
+        if a.name == OBSERVABILITY_ADDON and a.change == "removed"
+    ]
     addons = tuple(a for a in addons if a.change == "version")  # an add-on installed or removed has no move to explain
-    return (
+    return logs + (
         _default_addon_notes(addons, minor)
         + _raised_default_notes(old_plan, new_plan, addons, eks_defaults)
         + _mount_addon_notes(addons)

@@ -124,7 +124,7 @@ def run_changes(
             continue
         reasons = _recipe_changes(was.run_recipe, job.run_recipe, benchmark=name in experiments)
         if not reasons and job.image.context is not None and job.image.variant != was.image.variant:
-            reasons = [f"its image's repository, images.{was.image.variant} -> images.{job.image.variant}"]
+            reasons = [f"its image's repository, images.{was.image.name} -> images.{job.image.name}"]
         if not reasons:
             reasons = ["its image, code or this project's version"]
         kind = KINDS[job.kind]

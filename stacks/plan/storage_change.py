@@ -203,9 +203,10 @@ def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
     if new.jobs_only:
         return _jobs_only_moves(old_plan, new_plan)
     if old.jobs_only:
+        data = "a new, empty file system" if new.storage.file_system_id is None else "the file system it names"
         return (
             f"{key('cluster.stackReference')} {old.cluster.stack_reference} -> unset: the stack makes a cluster of its "
-            "own, with a new, empty file system; its jobs move there, and are deleted from the old cluster",
+            f"own, with {data}; its jobs move there, and are deleted from the old cluster",
         )
     a, b = old.storage, new.storage
     deleted = _deleted(a, bucket=False)
@@ -264,12 +265,15 @@ def _jobs_only_moves(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
     (a folder of its own on the cluster's shared file system: stacks/teams.py), so they are made again there."""
     a, b = old_plan.config.cluster, new_plan.config.cluster
     if a.stack_reference is None:
-        made = ["the cluster, its nodes", "the VPC"] * (old_plan.config.network is not None)
-        made = made or ["the cluster, its nodes"]
+        old = old_plan.config
+        made = ["the cluster, its nodes"] + ["the VPC"] * (old.network is not None)
+        made += ["the file system"] * (old.storage.file_system_id is None) + ["Kueue"]
+        teams = f"; the teams' jobs-only stacks ({', '.join(old.teams)}) lose their cluster" if old.teams else ""
         return (
             f"{key('cluster.stackReference')} unset -> {b.stack_reference}: the stack becomes a jobs-only stack and "
-            f"deletes what it made ({', '.join(made)}, the file system, Kueue); its jobs move to that stack's cluster"
-            + _deleted(old_plan.config.storage, bucket=old_plan.config.storage.makes_data_bucket),
+            f"deletes what it made ({', '.join(made)}); its jobs move to that stack's cluster"
+            + _deleted(old.storage, bucket=old.storage.makes_data_bucket)
+            + teams,
         )
     if a.stack_reference != b.stack_reference:
         return (
@@ -291,6 +295,8 @@ def new_data_is_empty(old_plan: Plan, new_plan: Plan) -> bool:
     if new_plan.config.jobs_only or not data_changes(old_plan, new_plan):
         return False  # a jobs-only stack's new team or cluster may hold its folders
     old, new = old_plan.config, new_plan.config
+    if old.jobs_only:  # a cluster of its own now
+        return new.storage.file_system_id is None
     a, b = old.storage, new.storage
     if b.file_system_id is not None:
         return False

@@ -192,7 +192,8 @@ def compare(
         runs=runs,
         jobs_only=new_plan.config.jobs_only,
         deferred=tuple(n for _, jobs in deferred for n in jobs),
-        cluster_replaced=old_plan.config.cluster_name != new_plan.config.cluster_name and not new_plan.config.jobs_only,
+        cluster_replaced=not new_plan.config.jobs_only
+        and (old_plan.config.cluster_name != new_plan.config.cluster_name or old_plan.config.jobs_only),
     )
 
 
@@ -207,22 +208,25 @@ def untimed_steps(old_plan: Plan, new_plan: Plan, new_data: bool) -> tuple[str, 
         out.append(f"a new FSx file system (about {fsx:g} min) and the datasets staged on it again")
     elif new_data:
         out.append("a new EFS file system and the datasets staged on it again")
+    # a staging Job skips a folder that holds its source already (training/stage_data.py): only another source or
+    # folder, or other shared data, stages again
     staged = [
         name
         for name, d in new_plan.datasets.items()
         if not d.imported
         and not new_data
-        and ((was := old_plan.datasets.get(name)) is None or (was.path, was.config) != (d.path, d.config))
+        and ((was := old_plan.datasets.get(name)) is None or (was.path, was.config.source) != (d.path, d.config.source))
     ]
     if staged:
         out.append(f"the staging of {', '.join(staged)} (up to each one's timeoutMinutes)")
+    elif not new_data and data_changes(old_plan, new_plan) and any(not d.imported for d in new_plan.datasets.values()):
+        out.append("the datasets staged again where the other shared data lacks them")
     if fsx_updated_in_place(old_plan, new_plan):
         out.append(f"the FSx file system's update (`pulumi up` waits up to {FSX_UPDATE_WAIT.minutes:g} min)")
-    built = [
-        name
-        for name, image in new_plan.images.items()
-        if image.context is not None and (name not in old_plan.images or old_plan.images[name].version != image.version)
-    ]
+    # by build: the configured images and those the jobs use (another torch build of one is a variant of its own)
+    before = {i.variant: i.version for i in (*old_plan.used_images, *old_plan.images.values())}
+    now = {i.variant: i for i in (*new_plan.used_images, *new_plan.images.values())}
+    built = [v for v, i in now.items() if i.context is not None and before.get(v) != i.version]
     if built:
         build = CREATION["pulumi-python:dynamic/eks-training:ImageBuild"].minutes
         out.append(f"the build of {', '.join(built)} (about {build:g} min each, side by side)")

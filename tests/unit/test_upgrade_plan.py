@@ -1686,11 +1686,16 @@ def test_a_stack_that_becomes_jobs_only_or_makes_its_own_cluster_says_what_it_de
         "eks-training:cluster.stackReference unset -> organization/eks-training/shared: the stack becomes a jobs-only "
         "stack and deletes what it made (the cluster, its nodes, the VPC, the file system, Kueue)"
     ), line
-    (line,) = compare(plan_of("vision", _vision()), plan_of("vision", shared)).data
-    assert line == (
+    assert line.endswith("; the teams' jobs-only stacks (vision, nlp) lose their cluster"), line
+    u = compare(plan_of("vision", _vision()), plan_of("vision", shared))
+    assert u.data == (
         "eks-training:cluster.stackReference organization/eks-training/shared -> unset: the stack makes a cluster of "
-        "its own, with a new, empty file system; its jobs move there, and are deleted from the old cluster"
+        "its own, with a new, empty file system; its jobs move there, and are deleted from the old cluster",
     )
+    # a whole new cluster: timed as a new stack, and its jobs start from their first step
+    assert u.cluster_replaced and u.data_empty
+    text = render_upgrade(upgrade_report(u))
+    assert "  expected duration: a new stack's" in text and "node groups: every group is made again" in text, text
 
 
 def test_an_image_built_under_another_key_replaces_the_job_in_its_folder() -> None:
@@ -1719,6 +1724,15 @@ def test_a_dataset_staged_anew_is_named_among_what_the_duration_does_not_count()
     u = compare(plan_of("dev", preset("dev")), plan_of("dev", moved))
     assert "the staging of cifar10 (up to each one's timeoutMinutes)" in u.untimed, u.untimed
     assert not [s for s in compare(plan_of("dev", moved), plan_of("dev", moved)).untimed if "staging" in s]
+    # a staging Job skips a folder that holds its source already: a new deadline stages nothing again
+    longer = preset("dev")
+    longer[P + "datasets"] = {"cifar10": {"timeoutMinutes": 90}}
+    assert not [s for s in compare(plan_of("dev", preset("dev")), plan_of("dev", longer)).untimed if "stag" in s]
+    # other shared data (another EFS claim): the datasets are staged again there
+    claim = preset("dev")
+    claim[P + "storage"] = {**(claim.get(P + "storage") or {}), "pvcName": "other-data"}
+    u = compare(plan_of("dev", preset("dev")), plan_of("dev", claim))
+    assert "the datasets staged again where the other shared data lacks them" in u.untimed, u.untimed
 
 
 def test_an_add_on_installed_or_removed_is_listed_and_timed() -> None:
@@ -1733,6 +1747,9 @@ def test_an_add_on_installed_or_removed_is_listed_and_timed() -> None:
     assert "\n    amazon-cloudwatch-observability: removed (EKS deletes it and its pods)\n" in text, text
     report = upgrade_report(compare(plan_of("dev", on), plan_of("dev", preset("dev"))))
     assert [a for a in report["addons"] if a["name"] == "amazon-cloudwatch-observability"][0]["change"] == "removed"
+    # the Container Insights log groups go with it (components/observability.py makes them with the add-on)
+    (note,) = [n for n in report["notes"] if n.startswith("amazon-cloudwatch-observability removed:")]
+    assert "log groups (application, dataplane, host, performance)" in note and "the jobs' logs in them" in note
 
 
 def _network(stack: str, **network: Any) -> dict[str, Any]:
