@@ -164,6 +164,7 @@ def compare(
     notes += block_start_notes(deferred)
     notes += _kueue_move_notes(new_plan, groups, runs)
     notes += _team_notes(new_plan, groups)
+    notes += [] if new_plan.config.jobs_only else _own_quota_notes(old_plan, new_plan)
     notes += held_addon_notes(old_plan, new_plan)
     notes += deadline_notes(old_plan, new_plan, runs)
     notes += awaited_notes(old_plan, new_plan, runs)
@@ -365,6 +366,33 @@ def _removed_team_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
         for name, team in old.items()
         if name not in new
     ]
+
+
+def _own_nodes(plan: Plan) -> dict[str, int]:
+    """Group -> the whole nodes of it in the stack's own ClusterQueue's quota: its maxSize less the teams' nodes."""
+    a = plan.admission
+    if a is None:
+        return {}
+    return {f.group: f.max_size - sum(t.nodes.get(f.name, 0) for t in a.teams) for f in a.flavors}
+
+
+def _own_quota_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A job of the stack whose group's share in the stack's own quota falls below the nodes it uses (teams added, or
+    given more): it then runs on quota borrowed from the cohort, which a team takes back by preempting it
+    (``reclaimWithinCohort: Any``, components/admission.py)."""
+    before, after = _own_nodes(old_plan), _own_nodes(new_plan)
+    out = []
+    for name, job in new_plan.jobs.items():
+        group = job.group.name
+        was, now = before.get(group), after.get(group)
+        if was is None or now is None or now >= was or now >= job.max_nodes:
+            continue
+        out.append(
+            f"job {name}: the stack's own quota on {job.group.path} goes from {was} to {now} node(s) (the teams' "
+            f"share), below the {job.max_nodes} it uses: it then runs on quota borrowed from the teams, and Kueue "
+            "stops it when a team's job needs that quota back"
+        )
+    return out
 
 
 def _team_notes(new_plan: Plan, groups: list[GroupChange]) -> list[str]:

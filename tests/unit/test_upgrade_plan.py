@@ -1735,6 +1735,22 @@ def test_a_dataset_staged_anew_is_named_among_what_the_duration_does_not_count()
     assert "the datasets staged again where the other shared data lacks them" in u.untimed, u.untimed
 
 
+def test_a_job_whose_groups_own_quota_falls_below_its_nodes_is_told_it_may_be_preempted() -> None:
+    """Teams take their share of a group out of the stack's own quota: a running job that needs more than is left
+    runs on quota borrowed from the cohort, which a team takes back by preempting it (reclaimWithinCohort: Any)."""
+    teams = preset("g5")
+    teams[P + "teams"] = {"a": {"quotaPercent": 50}}
+    (note,) = [n for n in compare(plan_of("g5", preset("g5")), plan_of("g5", teams)).notes if "own quota" in n]
+    assert note == (
+        "job train: the stack's own quota on nodeGroups.gpu goes from 2 to 1 node(s) (the teams' share), below the 2 "
+        "it uses: it then runs on quota borrowed from the teams, and Kueue stops it when a team's job needs that "
+        "quota back"
+    )
+    assert not [n for n in compare(plan_of("g5", teams), plan_of("g5", teams)).notes if "own quota" in n]
+    back = compare(plan_of("g5", teams), plan_of("g5", preset("g5")))
+    assert not [n for n in back.notes if "own quota" in n]
+
+
 def test_an_add_on_installed_or_removed_is_listed_and_timed() -> None:
     """Metrics turned on installs Amazon CloudWatch Observability, turned off removes it: the add-ons lines say so,
     and the expected duration counts the add-ons' step (it said no add-on update)."""
