@@ -14,7 +14,9 @@ from stacks.plan import Plan
 
 def storage_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     """Why ``pulumi up`` must not move the stack's storage from ``old_plan`` to ``new_plan``: a change EFS cannot
-    make in place, a claim Kubernetes cannot resize; each names its key."""
+    make in place, a claim Kubernetes cannot resize; each names its key. A jobs-only stack made no storage."""
+    if old_plan.config.jobs_only:
+        return []
     return (
         _backend_problems(old_plan, new_plan)
         + _efs_mode_problems(old_plan, new_plan)
@@ -26,6 +28,8 @@ def storage_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
 def storage_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     """What the update does to the storage it keeps: a new StorageClass, an FSx file system grown, linked to another
     bucket, switched to another metadata mode or throughput tier."""
+    if old_plan.config.jobs_only:  # it made no storage: the data: line says what the new one is
+        return []
     return (
         _storage_class_notes(old_plan, new_plan)
         + _fsx_growth_notes(old_plan, new_plan)

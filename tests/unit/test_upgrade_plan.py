@@ -1694,6 +1694,16 @@ def test_a_stack_that_becomes_jobs_only_or_makes_its_own_cluster_says_what_it_de
     )
     # a whole new cluster: timed as a new stack, and its jobs start from their first step
     assert u.cluster_replaced and u.data_empty
+    # the jobs-only stack made no storage: its default settings are no storage to refuse a change of
+    fsx = json.loads(json.dumps(shared))
+    fsx[P + "storage"] = {"backend": "fsx"}
+    fsx.pop(P + "teams")  # teams need EFS
+    for g in fsx[P + "nodeGroups"].values():
+        g["availabilityZone"] = "us-east-1a"
+    efs = {**shared, P + "storage": {"performanceMode": "maxIO", "throughputMode": "bursting", "capacity": "2Ti"}}
+    for cfg in (fsx, efs):
+        moved = compare(plan_of("vision", _vision()), plan_of("vision", cfg))
+        assert moved.data and not [n for n in moved.notes if "storage." in n], moved.notes
     text = render_upgrade(upgrade_report(u))
     assert "  expected duration: a new stack's" in text and "node groups: every group is made again" in text, text
 
