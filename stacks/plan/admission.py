@@ -149,6 +149,7 @@ def admission_plan(plan: Plan) -> AdmissionPlan:
         namespace=cfg.storage.namespace,
         cohort=COHORT if teams else None,
         teams=tuple(teams),
+        own_nodes=own_nodes,
         own_quota=_quota(flavors, own_nodes),
         flavors=tuple(flavors),
         priorities={priority_class(k, s): priority_value(k, s) for k, s in sorted(classes)},

@@ -71,11 +71,17 @@ def image_builds(plan: Plan) -> dict[str, str]:
     return {build_key(i): i.version for j in plan.jobs.values() for i in job_images(j)}
 
 
+def _other_repository(image: ImagePlan, was: ImagePlan) -> bool:
+    """``image`` is built under another key than ``was``: into a repository of its own (stacks/workloads.py: one ECR
+    repository per build), so the pods pull another reference."""
+    return image.context is not None and image.variant != was.variant
+
+
 def _moved(image: ImagePlan, was: ImagePlan, recorded: Mapping[str, object]) -> bool:
     """``image``'s build differs from the one the last update recorded, else (no record) from the old plan's
-    (``was``; ``plan --from`` reads it at the revision); or it is built under another key, into a repository of its
-    own (stacks/workloads.py: one ECR repository per build), so the pods pull another reference."""
-    if image.context is not None and image.variant != was.variant:
+    (``was``; ``plan --from`` reads it at the revision), or it is built under another key
+    (:func:`_other_repository`)."""
+    if _other_repository(image, was):
         return True
     return (recorded_entry(recorded, build_key(image)) or was.version) != image.version
 
@@ -123,7 +129,7 @@ def run_changes(
                 out.append(JobRun(name, "restarts", tuple(restarts), old_dir, job.output_dir, how, rerun))
             continue
         reasons = _recipe_changes(was.run_recipe, job.run_recipe, benchmark=name in experiments)
-        if not reasons and job.image.context is not None and job.image.variant != was.image.variant:
+        if not reasons and _other_repository(job.image, was.image):
             reasons = [f"its image's repository, images.{was.image.name} -> images.{job.image.name}"]
         if not reasons:
             reasons = ["its image, code or this project's version"]
@@ -241,9 +247,7 @@ def awaited_notes(old_plan: Plan, new_plan: Plan, runs: tuple[JobRun, ...]) -> l
                 f"job {name}: waitForCompletion false -> true: this `pulumi up` waits for the running job to end "
                 "(up to its timeoutHours and queueTimeoutHours), and stops with its reason if it failed already"
             )
-        checked = job.config.health_check is not None and job.config.health_check.enabled
-        had = was.config.health_check is not None and was.config.health_check.enabled
-        if checked and not had:
+        if job.health_check is not None and was.health_check is None:  # the plan's: set and enabled
             out.append(
                 f"job {name}: healthCheck added: its check is queued now, on the job's group; where the running job "
                 "holds the quota it needs, Kueue stops the job to admit it (the check's priority is higher). `pulumi "

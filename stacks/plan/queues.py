@@ -121,6 +121,8 @@ class AdmissionPlan:
     cohort: Optional[str] = None
     """The cohort of every ClusterQueue (``None`` without teams: one ClusterQueue, no cohort)."""
     teams: tuple[TeamPlan, ...] = ()
+    own_nodes: Mapping[str, int] = field(default_factory=dict)
+    """Flavor -> the whole nodes of its group in the stack's own ClusterQueue: its maxSize less the teams' nodes."""
     own_quota: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """Flavor -> resource -> the stack's own ClusterQueue's nominal quota: the fleet less the teams' nodes (the whole
     fleet without teams), so the cohort's quota is the fleet."""

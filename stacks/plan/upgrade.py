@@ -369,11 +369,10 @@ def _removed_team_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
 
 
 def _own_nodes(plan: Plan) -> dict[str, int]:
-    """Group -> the whole nodes of it in the stack's own ClusterQueue's quota: its maxSize less the teams' nodes."""
+    """Group -> the whole nodes of it in the stack's own ClusterQueue's quota
+    (:attr:`stacks.plan.queues.AdmissionPlan.own_nodes`)."""
     a = plan.admission
-    if a is None:
-        return {}
-    return {f.group: f.max_size - sum(t.nodes.get(f.name, 0) for t in a.teams) for f in a.flavors}
+    return {} if a is None else {f.group: a.own_nodes[f.name] for f in a.flavors}
 
 
 def _own_quota_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
