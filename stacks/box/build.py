@@ -126,7 +126,7 @@ MODULES: Mapping[str, Module] = {
         Module(
             "mpi-operator",
             "github.com/kubeflow/mpi-operator",
-            {"mpi-operator": "github.com/kubeflow/mpi-operator/cmd/mpi-operator"},
+            {"mpi-operator": "github.com/eks-training/box/mpi-operator"},
         ),
         Module("kueue", "sigs.k8s.io/kueue", {"kueue": "sigs.k8s.io/kueue/cmd/kueue"}),
         Module("kueue-previous", "sigs.k8s.io/kueue", {"kueue": "sigs.k8s.io/kueue/cmd/kueue"}),

@@ -21,12 +21,10 @@ from stacks.box.api import BoxError
 from stacks.box.build import SUFFIXES
 from stacks.box.cluster import Box
 from stacks.box.kueue import Kueue
-from stacks.box.processes import hold_for_child, terminate
+from stacks.box.processes import terminate
 from stacks.box.steps import RehearsalError, Step
 
 FILE = "operators.json"
-#: How long a box waits for another box's MPI Operator to end (one runs on a machine at a time: ``start_operator``).
-OPERATOR_PORT_WAIT_S = 900.0
 
 
 class Operators:
@@ -36,7 +34,7 @@ class Operators:
         self, box: Box, log_dir: Path, note: Callable[[str], None], host_waited: Callable[[float], None]
     ) -> None:
         self.box, self.log_dir, self.note = box, log_dir, note
-        #: Called with the seconds the machine, not the cluster, held the rehearsal (a lock, Kueue's start).
+        #: Called with the seconds the machine, not the cluster, held the rehearsal (Kueue's start).
         self.host_waited = host_waited
         self.operator: Optional[subprocess.Popen[bytes]] = None
         self.restarts = 0
@@ -60,17 +58,9 @@ class Operators:
         self.start_operator(binary)
 
     def start_operator(self, binary: Path) -> None:
-        """The MPI Operator, out of cluster. It serves its health check on port 8080 of every address, fixed in its
-        code, and exits when that port is taken (mpi-operator v0.8.0 ``cmd/mpi-operator/app/server.go``,
-        ``healthCheckPort``): one runs on the machine at a time, holding the lock ``mpi-operator-8080`` for its
-        whole life (a kept box's operator too); another box's waits for it."""
-        log = open(self.log_dir / "mpi-operator.log", "ab")
-        started = time.monotonic()
-        lock = hold_for_child(
-            "mpi-operator-8080", OPERATOR_PORT_WAIT_S, lambda: self.note("waiting for another box's MPI Operator")
-        )
-        self.host_waited(time.monotonic() - started)
-        try:
+        """The MPI Operator, out of cluster: the release's controller without the health check server on its fixed
+        port (``box/mpi-operator/main.go``), so every box runs its own at once."""
+        with open(self.log_dir / "mpi-operator.log", "ab") as log:
             self.operator = subprocess.Popen(
                 [
                     str(binary),
@@ -83,10 +73,7 @@ class Operators:
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                pass_fds=(lock,),
             )
-        finally:
-            os.close(lock)
         self.note(f"started the MPI Operator (pid {self.operator.pid}, out of cluster)")
 
     def start_kueue(self, binaries: Mapping[str, Path], step: Step) -> None:

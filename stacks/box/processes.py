@@ -11,10 +11,9 @@ import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Iterator, Optional
 
 from stacks.box import build as box_build
-from stacks.box.api import BoxError
 
 
 def process_alive(pid: int) -> bool:
@@ -53,7 +52,7 @@ def stop_process(pid_file: Path, grace_s: float) -> None:
 
 
 def host_lock_path(name: str) -> Path:
-    """The file of the machine-wide lock ``name`` (:func:`host_lock`, :func:`hold_for_child`), beside the binaries."""
+    """The file of the machine-wide lock ``name`` (:func:`host_lock`), beside the binaries."""
     folder = box_build.cache_root() / "locks"
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{name}.lock"
@@ -68,27 +67,3 @@ def host_lock(name: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def hold_for_child(name: str, timeout_s: float, waiting: Callable[[], None]) -> int:
-    """Take the machine-wide lock ``name`` for a child process about to start: returns the open descriptor to pass to
-    it (``pass_fds``) and then close, so the lock is held exactly as long as the child lives, past this process
-    (``flock`` belongs to the open file description the child inherits). ``waiting`` is called once if another
-    holder makes this wait; after ``timeout_s`` a :class:`BoxError` names the lock."""
-    fd = os.open(host_lock_path(name), os.O_RDWR | os.O_CREAT, 0o644)
-    deadline, told = time.monotonic() + timeout_s, False
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                raise BoxError(
-                    f"another box on this machine has held {host_lock_path(name)} for {timeout_s:.0f} s; stop it "
-                    "(python -m stacks box down --name NAME) and try again"
-                ) from None
-            if not told:
-                waiting()
-                told = True
-            time.sleep(0.5)

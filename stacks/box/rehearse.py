@@ -22,7 +22,7 @@ from stacks.box.awaits import Awaiter
 from stacks.box.cluster import Box
 from stacks.box.efs import EFS_PROVISIONER
 from stacks.box.jobs import all_done, watch_jobs
-from stacks.box.operators import OPERATOR_PORT_WAIT_S, Operators
+from stacks.box.operators import Operators
 from stacks.box.pods import (
     EXIT_CODE,
     HELD,
@@ -47,7 +47,6 @@ __all__ = [
     "EFS_PROVISIONER",
     "EXIT_CODE",
     "HELD",
-    "OPERATOR_PORT_WAIT_S",
     "RUN_MS",
     "START_MS",
     "Event",

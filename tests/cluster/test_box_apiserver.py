@@ -12,11 +12,15 @@ from contextlib import ExitStack
 import pytest
 import yaml
 
+from components.catalog import MANIFESTS
 from components.scheduling import system_node_selector
 from stacks.box import build as box_build
 from stacks.box.apply import apply_stack
-from stacks.box.cluster import BoxError
+from stacks.box.cluster import BoxError, establish_crds
+from stacks.box.manifests import release_manifest
+from stacks.box.operators import Operators
 from stacks.box.processes import process_alive
+from stacks.yaml_text import dump_yaml_documents
 from tests.cluster.support import MINORS, STACKS, _box, _ref, _remove, _self_contained
 from tests.quantities import quantities
 from tests.wait import patient
@@ -170,8 +174,13 @@ def test_two_boxes_created_at_once_are_two_clusters(binaries, tmp_path) -> None:
     """Two boxes brought up at the same moment (two test workers, two rehearsals on one machine): kwokctl picks its
     components' ports by counting down from 32767 in each process, so without the machine-wide lock around the
     creation both got the same ports and one box's components joined the other's (nodes never Ready). Each must be
-    its own cluster: its own apiserver address, its own objects."""
+    its own cluster: its own apiserver address, its own objects. Each runs its own MPI Operator at once: the
+    release's command serves a health check on port 8080 of every address and exits when it is taken, so one box's
+    operator had to wait for the other's to end (box/mpi-operator/main.go runs the controller without it)."""
     boxes = [_box(binaries, tmp_path, f"twin-{i}", "kubernetes") for i in range(2)]
+    mpi_crd = next(
+        d for d in release_manifest(MANIFESTS["mpi-operator"].url) if d["kind"] == "CustomResourceDefinition"
+    )
     with ExitStack() as stack, ThreadPoolExecutor(2) as pool:
         for box in pool.map(stack.enter_context, boxes):
             box.kubectl("create", "namespace", box.name)
@@ -182,6 +191,23 @@ def test_two_boxes_created_at_once_are_two_clusters(binaries, tmp_path) -> None:
             assert f"namespace/{box.name}" in names and len({f"namespace/{b.name}" for b in boxes} & names) == 1
             ready = box.kubectl("get", "--raw", "/readyz").stdout.strip()
             assert ready == "ok", ready
+        operators = []
+        for box in boxes:
+            box.kubectl("apply", "--server-side", "-f", "-", input=dump_yaml_documents([mpi_crd]))
+            establish_crds(box, [mpi_crd["metadata"]["name"]], timeout_s=patient(60))
+            operators.append(Operators(box, box.home, lambda _note: None, lambda _s: None))
+            stack.callback(operators[-1].stop_operator)
+            operators[-1].start_operator(binaries["mpi-operator"])
+        logs = [box.home / "mpi-operator.log" for box in boxes]
+        # each controller's informers synced against its own box, and both still run
+        boxes[0].wait_for(
+            lambda: all("Started workers" in log.read_text(errors="replace") for log in logs),
+            timeout_s=patient(60),
+            what="both MPI Operators' workers started",
+        )
+        assert [o.operator.poll() for o in operators if o.operator] == [None, None], [
+            log.read_text(errors="replace")[-1000:] for log in logs
+        ]
 
 
 def test_the_control_plane_outlives_a_stalled_machine(binaries, tmp_path) -> None:
