@@ -11,7 +11,13 @@ import pulumi
 from stacks.config import ConfigError, all_config, load_config
 from stacks.environment import available_zones, build_environment, region_zones, resolve_zones
 from stacks.jobs_only import build_jobs_only
-from stacks.last_update import PREFLIGHT_OFF, announce_upgrade, read_last_update, refuse_new_region
+from stacks.last_update import (
+    PREFLIGHT_OFF,
+    announce_jobs_only_update,
+    announce_upgrade,
+    read_last_update,
+    refuse_new_region,
+)
 from stacks.outputs import export_outputs
 from stacks.plan import build_plan
 from stacks.plan.admission import topology_region_problems
@@ -31,9 +37,11 @@ for note in unread_entries(plan):  # a dataset or image nothing reads: said, not
 if topology_problems := topology_region_problems(plan, config.region):
     raise ConfigError(topology_problems)  # a topology-aware group where EC2 labels no node: nothing registered
 if config.jobs_only:
+    # what this update changes since the last (a cluster stack's, maybe); ConfigError: nothing registered
+    announce_jobs_only_update(plan, read_last_update())
     if config.preflight.enabled:
         check(plan, None)  # the AWS CLI its kubeconfig runs (PreflightError): nothing registered
-    outputs = build_jobs_only(plan)
+    outputs = build_jobs_only(plan, settings)
 else:
     last = read_last_update()  # the stack's outputs and the configuration its last update recorded
     refuse_new_region(plan, last)  # ConfigError before AWS is asked anything in the new region: nothing registered

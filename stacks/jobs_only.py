@@ -23,7 +23,7 @@ from components.cluster import with_token_credentials
 from components.kubernetes_provider import warn_if_delete_unreachable_set
 from stacks.config.errors import key
 from stacks.environment import token_credentials
-from stacks.last_update import CLUSTER_NAME_OUTPUT, REGION_OUTPUT
+from stacks.last_update import CLUSTER_NAME_OUTPUT, CONFIG_OUTPUT, REGION_OUTPUT, configuration_output
 from stacks.outputs import jobs_outputs, placement_of
 from stacks.plan import Plan
 from stacks.plan.admission import flavor_name, launcher_beyond_team
@@ -100,7 +100,7 @@ def team_of(
     return entry
 
 
-def build_jobs_only(plan: Plan) -> dict[str, Any]:
+def build_jobs_only(plan: Plan, settings: Mapping[str, Any]) -> dict[str, Any]:
     """Register the jobs of ``plan`` on the referenced cluster stack's team queue; returns the stack's outputs.
 
     Outputs:
@@ -113,6 +113,9 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
     - ``imageBuildLogLinks``: each image build's CodeBuild log, by name.
     - ``jobs``: one entry per job, as a cluster stack's ``jobs`` output.
     - ``tensorboardCommand``: ``kubectl port-forward`` to TensorBoard (when a job sets ``tensorboard``).
+    - ``deployedConfiguration``: the configuration this update was given (``settings``, as a cluster stack records
+      it, with no minor), a secret, recorded once the other outputs are: the next ``pulumi up`` reads it back to say
+      what it changes (:mod:`stacks.last_update`), as a cluster stack does, whichever of the two the stack then is.
     """
     cfg = plan.config
     reference, team = cfg.cluster.stack_reference, cfg.cluster.team
@@ -147,7 +150,7 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
         local_queue=mine.apply(lambda t: str(t["localQueue"])),
     )
     w = build_jobs(target)
-    return {
+    outputs: dict[str, Any] = {
         "clusterStack": reference,
         "team": team,
         "namespace": namespace,
@@ -157,3 +160,5 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
         "jobs": jobs_outputs(plan, w, namespace, target.pvc_name),
         **({"tensorboardCommand": w.tensorboard.port_forward_command} if w.tensorboard is not None else {}),
     }
+    outputs[CONFIG_OUTPUT] = configuration_output(settings, None, list(outputs.values()))
+    return outputs

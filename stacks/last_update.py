@@ -81,10 +81,13 @@ def recorded(config: Mapping[str, Any], minor: Optional[str] = None) -> dict[str
     return out
 
 
-def configuration_output(config: Mapping[str, Any], minor: str, finished: pulumi.Input[Any]) -> pulumi.Output[str]:
-    """The configuration this update was given (:func:`recorded`, with the Kubernetes minor it deploys), as the secret
-    JSON the next update reads back; resolved only once ``finished`` is (the stack's other outputs and what it
-    installs, :func:`stacks.outputs.installs_done`): an update that fails before them keeps the previous record."""
+def configuration_output(
+    config: Mapping[str, Any], minor: Optional[str], finished: pulumi.Input[Any]
+) -> pulumi.Output[str]:
+    """The configuration this update was given (:func:`recorded`, with the Kubernetes minor it deploys; ``None`` for a
+    jobs-only stack, which deploys none), as the secret JSON the next update reads back; resolved only once
+    ``finished`` is (the stack's other outputs and what it installs, :func:`stacks.outputs.installs_done`): an update
+    that fails before them keeps the previous record."""
     text = json.dumps(recorded(config, minor), sort_keys=True)
     return pulumi.Output.secret(pulumi.Output.from_input(finished).apply(lambda _: text))
 
@@ -231,6 +234,17 @@ def recorded_minor(previous: Mapping[str, Any]) -> Optional[str]:
         return None
     minor = cluster.get("kubernetesVersion") if isinstance(cluster, dict) else None
     return minor if isinstance(minor, str) else None
+
+
+def recorded_jobs_only(previous: Mapping[str, Any]) -> bool:
+    """Whether a recorded configuration is a jobs-only stack's (its cluster is another stack's: no minor, no groups of
+    its own)."""
+    raw = setting(previous, CLUSTER_KEY)
+    try:
+        cluster = json.loads(raw) if raw is not None else {}
+    except json.JSONDecodeError:
+        return False
+    return isinstance(cluster, dict) and cluster.get("stackReference") is not None
 
 
 def upgrade_summary(
@@ -402,7 +416,8 @@ def announce_upgrade(
         if last.outputs and running is None and unread is not None and unset_minor(plan):
             pulumi.log.warn(unchecked_minor_warning(plan, unread))
         return None
-    if unset_minor(plan) and recorded_minor(previous) is None:
+    jobs_only_record = recorded_jobs_only(previous)  # it made no cluster: no minor to compare with
+    if unset_minor(plan) and recorded_minor(previous) is None and not jobs_only_record:
         minor = plan.config.cluster.kubernetes_version
         if running is not None and running != minor:  # the minor the cluster runs stands in for the record's
             raise ConfigError(
@@ -433,4 +448,23 @@ def announce_upgrade(
     )
     if summary is not None:
         pulumi.log.warn(summary)
-    return old
+    return None if jobs_only_record else old  # a jobs-only stack's groups were another stack's
+
+
+def announce_jobs_only_update(plan: Plan, last: LastUpdate) -> None:
+    """For a jobs-only stack: print :func:`upgrade_summary` against the stack's ``last`` update as a warning, before
+    anything is registered (a broken upgrade rule raises :class:`ConfigError`). Its last update may have been a
+    cluster stack's: the summary then names the cluster, VPC and file system this update deletes."""
+    if last.unreadable is not None:
+        pulumi.log.warn(
+            f"cannot read {LAST_UPDATE} ({last.unreadable}), so what this update changes is not shown; "
+            f"python -m stacks plan --stack {plan.config.stack} --from <the deployed stack file> shows it"
+        )
+        return
+    if last.previous is None:
+        return
+    summary, _old = upgrade_summary(
+        plan, last.previous, folders=deployed_folders(last.outputs), versions=last.outputs.get(VERSIONS_OUTPUT)
+    )
+    if summary is not None:
+        pulumi.log.warn(summary)

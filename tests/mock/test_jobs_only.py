@@ -362,3 +362,52 @@ def test_each_stack_signs_its_kubernetes_requests_as_its_own_aws_provider(cluste
         kubeconfig = program.one("pulumi:providers:kubernetes").inputs["kubeconfig"]
         (user,) = json.loads(kubeconfig if isinstance(kubeconfig, str) else kubeconfig["value"])["users"]
         assert user["user"]["exec"]["args"][-2:] == ["--profile", profile], user
+
+
+#: The vision stack's own name, as the engine reads its last update's outputs (``stacks.last_update.stack_name``).
+VISION = "organization/eks-training/vision"
+
+
+def test_a_jobs_only_stack_records_its_configuration_for_the_next_update(cluster, vision) -> None:
+    """Its ``deployedConfiguration`` holds what it was given, as a cluster stack's does, with no minor added (it
+    deploys none): the next update reads it back, whichever kind of stack the file then makes."""
+    from stacks.last_update import CONFIG_OUTPUT
+
+    assert CONFIG_OUTPUT in vision.secret_outputs
+    record = json.loads(resolve(pulumi.Output.from_input(vision.outputs[CONFIG_OUTPUT])))
+    given = _config("vision")
+    assert {k: json.loads(record[k]) if k.startswith(f"{PROJECT}:") else record[k] for k in given} == given, record
+    assert "kubernetesVersion" not in json.loads(record[f"{PROJECT}:cluster"])
+
+
+def test_a_cluster_stack_turned_jobs_only_says_at_pulumi_up_what_it_deletes(cluster) -> None:
+    """The stack's last update made a cluster (shared's configuration, recorded under vision's name); its file now
+    makes a jobs-only stack: ``pulumi up`` says, before anything is registered, that it deletes the cluster it made.
+    Before, only ``plan --from`` said so."""
+    from stacks.last_update import CONFIG_OUTPUT
+
+    STACK_OUTPUTS[VISION] = {CONFIG_OUTPUT: STACK_OUTPUTS[REFERENCE][CONFIG_OUTPUT]}
+    try:
+        program = run_program("vision", config=_config("vision"))
+    finally:
+        STACK_OUTPUTS.pop(VISION)
+    assert program.error is None, program.error
+    said = [w for w in program.warnings if "the stack becomes a jobs-only stack" in w]
+    assert len(said) == 1 and "deletes what it made (the cluster, its nodes" in said[0], program.warnings
+
+
+def test_a_jobs_only_stack_turned_cluster_stack_says_at_pulumi_up_what_it_makes(cluster, vision) -> None:
+    """The other way: the last update recorded vision's jobs-only configuration, and the file now makes a cluster
+    (shared's configuration under vision's name). The summary names the new cluster; no warning asks for a minor
+    the record could not hold (a jobs-only stack deploys none)."""
+    from stacks.last_update import CONFIG_OUTPUT
+
+    STACK_OUTPUTS[VISION] = {CONFIG_OUTPUT: resolve(pulumi.Output.from_input(vision.outputs[CONFIG_OUTPUT]))}
+    try:
+        program = run_program("vision", config=_config("shared"))
+    finally:
+        STACK_OUTPUTS.pop(VISION)
+    assert program.error is None, program.error
+    said = [w for w in program.warnings if "cluster.stackReference" in w]
+    assert len(said) == 1 and "-> unset" in said[0], program.warnings
+    assert not [w for w in program.warnings if "holds no Kubernetes minor" in w], program.warnings
