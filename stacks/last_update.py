@@ -180,7 +180,10 @@ def read_last_update() -> LastUpdate:
 def new_region_problem(plan: Plan, last: LastUpdate) -> Optional[str]:
     """The refusal of a region the stack's resources are not in, whatever the cluster's name: the region its last
     update recorded (its configuration's ``aws:region``, else the plain :data:`REGION_OUTPUT`), else the one its VPC's
-    zones name (:data:`ZONES_OUTPUT`); ``None`` where the region is the same or none was exported."""
+    zones name (:data:`ZONES_OUTPUT`); ``None`` where the region is the same or none was exported, or the record is a
+    jobs-only stack's (it made no cluster, network or file system there)."""
+    if last.previous is not None and recorded_jobs_only(last.previous):
+        return None
     now = plan.config.region
     was = setting(last.previous, REGION_KEY) if last.previous is not None else None
     if not was and isinstance(last.outputs.get(REGION_OUTPUT), str):
@@ -403,7 +406,9 @@ def announce_upgrade(
             f"python -m stacks plan --stack {plan.config.stack} --from <the deployed stack file> shows it"
         )
         return None
-    if previous is None:  # a new stack, or one no update of this version has recorded: nothing to compare with
+    jobs_only_record = previous is not None and recorded_jobs_only(previous)  # it made no cluster: no minor
+    if previous is None or jobs_only_record:  # a new stack, one no update of this version has recorded, or a
+        # jobs-only stack's record: no minor to compare with
         minor = plan.config.cluster.kubernetes_version
         if running is not None and unset_minor(plan) and running != minor:  # the cluster's own minor
             raise ConfigError(
@@ -413,11 +418,11 @@ def announce_upgrade(
                     f"{NAMESPACE}:clusterName of its own instead"
                 ]
             )
-        if last.outputs and running is None and unread is not None and unset_minor(plan):
-            pulumi.log.warn(unchecked_minor_warning(plan, unread))
-        return None
-    jobs_only_record = recorded_jobs_only(previous)  # it made no cluster: no minor to compare with
-    if unset_minor(plan) and recorded_minor(previous) is None and not jobs_only_record:
+        if previous is None:
+            if last.outputs and running is None and unread is not None and unset_minor(plan):
+                pulumi.log.warn(unchecked_minor_warning(plan, unread))
+            return None
+    elif unset_minor(plan) and recorded_minor(previous) is None:
         minor = plan.config.cluster.kubernetes_version
         if running is not None and running != minor:  # the minor the cluster runs stands in for the record's
             raise ConfigError(

@@ -1,10 +1,11 @@
 // Command mpi-operator runs the MPI Operator's controller out of cluster, for one box.
 //
 // It is the pinned release's controller (github.com/kubeflow/mpi-operator/pkg/controller), with the release's flags
-// and client settings, started as cmd/mpi-operator/app.Run starts it, less two things a box does not use: the health
-// check server, which app.Run binds to port 8080 of every address (a constant, so a second box's operator exited),
-// and leader election, which the server reports on (a box runs one operator). So boxes run their operators side by
-// side. What the controller does with MPIJobs is the release's own code.
+// and client settings, started as cmd/mpi-operator/app.Run starts it, less what a box does not use: the health check
+// server, which app.Run binds to port 8080 of every address (a constant, so a second box's operator exited), leader
+// election, which that server reports on (a box runs one operator), the metrics server (-monitoring-port) and
+// app.Run's reading of $KUBECONFIG over -kubeConfig (the operator talks to its box only). So boxes run their
+// operators side by side. What the controller does with MPIJobs, its events included, is the release's own code.
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	kubeflowscheme "github.com/kubeflow/mpi-operator/pkg/client/clientset/versioned/scheme"
 	informers "github.com/kubeflow/mpi-operator/pkg/client/informers/externalversions"
 	controllersv1 "github.com/kubeflow/mpi-operator/pkg/controller"
+	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeapiserver "k8s.io/apiserver/pkg/server"
 	kubeinformers "k8s.io/client-go/informers"
@@ -51,10 +53,13 @@ func main() {
 	if err != nil {
 		klog.Fatalf("%v", err)
 	}
-	// as app.Run: exit when the MPIJob CRD is not served yet (the box restarts the operator)
+	// as app.Run's checkCRDExists: exit when the MPIJob CRD is not served (the box restarts the operator)
 	if _, err := mpiJobClient.KubeflowV2beta1().MPIJobs(opt.Namespace).List(context.TODO(), metav1.ListOptions{}); err != nil {
-		klog.Errorf("listing MPIJobs: %v", err)
-		os.Exit(1)
+		klog.Error(err)
+		if errors.IsNotFound(err) {
+			klog.Info("CRD doesn't exist. Exiting")
+			os.Exit(1)
+		}
 	}
 	if err := kubeflowscheme.AddToScheme(clientgokubescheme.Scheme); err != nil {
 		klog.Fatalf("CoreV1 Add Scheme failed: %v", err)

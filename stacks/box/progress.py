@@ -32,7 +32,7 @@ class Progress:
     waits_from: dict[str, float] = field(default_factory=dict)
     #: When each step applied and not ready was last seen not ready: it is late only if it was late then.
     seen_waiting: dict[str, float] = field(default_factory=dict)
-    #: Seconds the machine, not the cluster, held the rehearsal (another box's lock, the box's own work).
+    #: Seconds the machine, not the cluster, held the rehearsal (the box's own work).
     host_wait_s: float = 0.0
 
     def due(self, todo: Sequence[Step], box: Box) -> list[Step]:
@@ -69,10 +69,10 @@ class Progress:
         return step.timeout_s / self.time_scale if scaled else step.timeout_s
 
     def host_waited(self, seconds: float, exclude: Iterable[str] = ()) -> None:
-        """The machine, not the cluster, held the rehearsal ``seconds``: another box's lock, or the box's own work
-        (applying, starting Kueue), which on a busy machine takes many seconds and on the scaled clock many minutes no
-        cluster spends. The rehearsal's deadline and the clock of each step waiting then move by them; a step applied
-        later (or in ``exclude``: applied by that work) is awaited for its own timeout."""
+        """The machine, not the cluster, held the rehearsal ``seconds``: the box's own work (applying, starting
+        Kueue), which on a busy machine takes many seconds and on the scaled clock many minutes no cluster spends. The
+        rehearsal's deadline and the clock of each step waiting then move by them; a step applied later (or in
+        ``exclude``: applied by that work) is awaited for its own timeout."""
         self.host_wait_s += seconds
         skip = set(exclude)
         for urn in self.applied:

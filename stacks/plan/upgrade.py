@@ -179,9 +179,14 @@ def compare(
     empty = new_data_is_empty(old_plan, new_plan)
     if empty:  # the jobs start again on a new file system: nothing there to resume from
         runs = tuple(replace(r, rerun=NEW_DATA_RERUN) if r.rerun else r for r in runs)
+    old_minor = old_plan.config.cluster.kubernetes_version
+    if old_plan.config.jobs_only:  # it had no cluster: the new one starts at its minor
+        old_minor = new_minor
+    elif new_plan.config.jobs_only:  # its cluster is another stack's: no minor moves here
+        new_minor = old_minor
     return Upgrade(
         old_label=old_label,
-        old_minor=old_plan.config.cluster.kubernetes_version,
+        old_minor=old_minor,
         new_minor=new_minor,
         groups=tuple(groups),
         addons=addons,
@@ -246,11 +251,16 @@ def _refuse_breaking_moves(
     compared: Optional[str],
 ) -> None:
     """:class:`ConfigError` with every upgrade rule the move breaks: the minor's steps first (the add-ons' follow
-    them), then the network, the pinned AMI releases and the Kueue flavors."""
-    problems = minor_problems(old_plan, new_plan, running, unread=unread, recorded=deployed_versions, compared=compared)
-    problems = problems or addon_step_problems(old_plan, new_plan, deployed_versions)
+    them), the pinned AMI releases, then the network and the Kueue flavors. A stack file turned from one kind into the
+    other, or a jobs-only stack's (its groups a copy of another stack's), moves no minor, add-on or group."""
+    problems: list[str] = []
+    if not (old_plan.config.jobs_only or new_plan.config.jobs_only):  # else one of them made no cluster of its own
+        problems = minor_problems(
+            old_plan, new_plan, running, unread=unread, recorded=deployed_versions, compared=compared
+        )
+        problems = problems or addon_step_problems(old_plan, new_plan, deployed_versions)
+        problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
-    problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
     problems += flavor_problems(old_plan, new_plan, deployed_versions)
     if not new_plan.config.jobs_only:  # a jobs-only stack makes neither cluster nor storage
         problems += _service_range_problems(old_plan, new_plan) + storage_problems(old_plan, new_plan)

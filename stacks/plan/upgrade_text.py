@@ -253,6 +253,8 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
             f"{r['durations']['controlPlane']['minutes']:g} min, an estimate), then"
         )
         lines.extend(ORDER)
+    elif r["clusterReplaced"]:
+        lines.append(f"  Kubernetes {k['to']}: the new cluster's")
     else:
         lines.append(f"  Kubernetes {k['from']}: unchanged")
     if r["addons"]:

@@ -3052,3 +3052,42 @@ def test_a_system_group_that_moves_its_pods_names_kueue_s_webhooks() -> None:
     moved = compare(plan_of("p5", cfg), plan_of("p5", workers))
     assert [g.action for g in moved.groups if g.path == "nodeGroups.gpu"] == ["roll"]
     assert not [n for n in moved.notes if "Kueue's one controller pod" in n]
+
+
+def _shared() -> dict[str, Any]:
+    """The cluster stack of the teams example (examples/teams/Pulumi.shared.yaml)."""
+    data = load_yaml((REPO / "examples" / "teams" / "Pulumi.shared.yaml").read_text()) or {}
+    return json.loads(json.dumps(data["config"]))
+
+
+def _at_minor(config: dict[str, Any], minor: str) -> dict[str, Any]:
+    return {**config, P + "cluster": {**(config.get(P + "cluster") or {}), "kubernetesVersion": minor}}
+
+
+def test_a_stack_file_turned_from_one_kind_into_the_other_moves_no_minor() -> None:
+    """A cluster stack at an older minor turned jobs-only deletes that cluster; a jobs-only stack turned into a cluster
+    stack pinned below the default makes a new one: neither is a move of a minor (no skip, no downgrade refused), and
+    the summary says neither "already runs" nor "unchanged" of a cluster that goes or comes."""
+    # two minors below the default: a move to it would skip one
+    older = SUPPORTED_KUBERNETES_VERSIONS[SUPPORTED_KUBERNETES_VERSIONS.index(DEFAULT_KUBERNETES_VERSION) - 2]
+    below = SUPPORTED_KUBERNETES_VERSIONS[SUPPORTED_KUBERNETES_VERSIONS.index(DEFAULT_KUBERNETES_VERSION) - 1]
+    to_jobs_only = compare(plan_of("vision", _at_minor(_shared(), older)), plan_of("vision", _vision()))
+    assert to_jobs_only.old_minor == to_jobs_only.new_minor == older
+    text = render_upgrade(upgrade_report(to_jobs_only))
+    assert "the stack becomes a jobs-only stack" in text and "\n  Kubernetes " not in text, text
+    to_cluster = compare(plan_of("vision", _vision()), plan_of("vision", _at_minor(_shared(), below)))
+    assert to_cluster.old_minor == to_cluster.new_minor == below and to_cluster.cluster_replaced
+    text = render_upgrade(upgrade_report(to_cluster))
+    assert f"\n  Kubernetes {below}: the new cluster's\n" in text, text
+
+
+def test_a_jobs_only_stacks_pinned_group_copy_is_not_refused_as_a_group_of_its_own() -> None:
+    """A jobs-only stack's nodeGroups copy the cluster stack's pins too; a change the copy may make (diskSizeGib is
+    not among what the deployment compares) rolls no group of this stack: the pinned-release rule, which would refuse
+    a roll of a pinned group, does not apply."""
+    old = _vision()
+    old[P + "nodeGroups"]["gpu"] = {**old[P + "nodeGroups"]["gpu"], "amiRelease": list(AMI_RELEASES)[-2]}
+    new = copy.deepcopy(old)
+    new[P + "nodeGroups"]["gpu"]["diskSizeGib"] = 300
+    u = compare(plan_of("vision", old), plan_of("vision", new))
+    assert u.groups == () and u.notes == ()
