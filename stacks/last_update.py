@@ -2,10 +2,11 @@
 
 Each update that finishes exports the configuration it was given (:data:`CONFIG_OUTPUT`, a secret output), the versions
 it installed (:data:`VERSIONS_OUTPUT`), its region (:data:`REGION_OUTPUT`) and the zones its new VPC was made in
-(:data:`ZONES_OUTPUT`). The next update reads them back from the stack's own outputs (:func:`read_last_update`). It
-first refuses a new region, before AWS is asked anything there (:func:`refuse_new_region`). Then it plans the
-configuration as ``python -m stacks plan --from`` does, and prints that summary when nodes roll, the Kubernetes minor
-moves, add-ons change or a new version of the project moves what it installs. A move EKS refuses (a skipped minor, a
+(:data:`ZONES_OUTPUT`); a jobs-only stack's, the configuration only (:func:`announce_jobs_only_update` reads it). The
+next update reads them back from the stack's own outputs (:func:`read_last_update`). It first refuses a new region,
+before AWS is asked anything there (:func:`refuse_new_region`). Then it plans the configuration as ``python -m stacks
+plan --from`` does, and prints that summary when nodes roll, the Kubernetes minor moves, add-ons change or a new
+version of the project moves what it installs. A move EKS refuses (a skipped minor, a
 downgrade, a kubelet outside the skew, new VPC zones), or one only a moved default would make (the stack file leaves the
 minor unset, and the record holds the minor deployed), fails before any resource is registered.
 """

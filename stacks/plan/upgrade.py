@@ -251,16 +251,17 @@ def _refuse_breaking_moves(
     compared: Optional[str],
 ) -> None:
     """:class:`ConfigError` with every upgrade rule the move breaks: the minor's steps first (the add-ons' follow
-    them), the pinned AMI releases, then the network and the Kueue flavors. A stack file turned from one kind into the
+    them), then the network, the pinned AMI releases and the Kueue flavors. A stack file turned from one kind into the
     other, or a jobs-only stack's (its groups a copy of another stack's), moves no minor, add-on or group."""
+    own = not (old_plan.config.jobs_only or new_plan.config.jobs_only)  # else one of them made no cluster of its own
     problems: list[str] = []
-    if not (old_plan.config.jobs_only or new_plan.config.jobs_only):  # else one of them made no cluster of its own
+    if own:
         problems = minor_problems(
             old_plan, new_plan, running, unread=unread, recorded=deployed_versions, compared=compared
         )
         problems = problems or addon_step_problems(old_plan, new_plan, deployed_versions)
-        problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
+    problems += pinned_release_problems(old_plan, new_plan, deployed_versions) if own else []
     problems += flavor_problems(old_plan, new_plan, deployed_versions)
     if not new_plan.config.jobs_only:  # a jobs-only stack makes neither cluster nor storage
         problems += _service_range_problems(old_plan, new_plan) + storage_problems(old_plan, new_plan)

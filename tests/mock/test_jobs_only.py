@@ -368,6 +368,17 @@ def test_each_stack_signs_its_kubernetes_requests_as_its_own_aws_provider(cluste
 VISION = "organization/eks-training/vision"
 
 
+def _vision_after(record: str, config: dict[str, Any]):
+    """The vision stack's program with ``config``, after an update that recorded ``record`` as its configuration."""
+    from stacks.last_update import CONFIG_OUTPUT
+
+    STACK_OUTPUTS[VISION] = {CONFIG_OUTPUT: record}
+    try:
+        return run_program("vision", config=config)
+    finally:
+        STACK_OUTPUTS.pop(VISION)
+
+
 def test_a_jobs_only_stack_records_its_configuration_for_the_next_update(cluster, vision) -> None:
     """Its ``deployedConfiguration`` holds what it was given, as a cluster stack's does, with no minor added (it
     deploys none): the next update reads it back, whichever kind of stack the file then makes."""
@@ -386,11 +397,7 @@ def test_a_cluster_stack_turned_jobs_only_says_at_pulumi_up_what_it_deletes(clus
     Before, only ``plan --from`` said so."""
     from stacks.last_update import CONFIG_OUTPUT
 
-    STACK_OUTPUTS[VISION] = {CONFIG_OUTPUT: STACK_OUTPUTS[REFERENCE][CONFIG_OUTPUT]}
-    try:
-        program = run_program("vision", config=_config("vision"))
-    finally:
-        STACK_OUTPUTS.pop(VISION)
+    program = _vision_after(STACK_OUTPUTS[REFERENCE][CONFIG_OUTPUT], _config("vision"))
     assert program.error is None, program.error
     said = [w for w in program.warnings if "the stack becomes a jobs-only stack" in w]
     assert len(said) == 1 and "deletes what it made (the cluster, its nodes" in said[0], program.warnings
@@ -402,11 +409,7 @@ def test_a_jobs_only_stack_turned_cluster_stack_says_at_pulumi_up_what_it_makes(
     the record could not hold (a jobs-only stack deploys none)."""
     from stacks.last_update import CONFIG_OUTPUT
 
-    STACK_OUTPUTS[VISION] = {CONFIG_OUTPUT: resolve(pulumi.Output.from_input(vision.outputs[CONFIG_OUTPUT]))}
-    try:
-        program = run_program("vision", config=_config("shared"))
-    finally:
-        STACK_OUTPUTS.pop(VISION)
+    program = _vision_after(resolve(pulumi.Output.from_input(vision.outputs[CONFIG_OUTPUT])), _config("shared"))
     assert program.error is None, program.error
     said = [w for w in program.warnings if "cluster.stackReference" in w]
     assert len(said) == 1 and "-> unset" in said[0], program.warnings
