@@ -88,6 +88,8 @@ class Upgrade:
     #: A new ``clusterName``: every resource is made again under it (:func:`data_changes` names what), so no group
     #: rolls and the time is a new stack's.
     cluster_replaced: bool = False
+    #: The last configuration was a jobs-only stack's: the cluster it makes is its first (no old groups to delete).
+    from_jobs_only: bool = False
 
     @property
     def minutes(self) -> float:
@@ -200,6 +202,7 @@ def compare(
         deferred=tuple(n for _, jobs in deferred for n in jobs),
         cluster_replaced=not new_plan.config.jobs_only
         and (old_plan.config.cluster_name != new_plan.config.cluster_name or old_plan.config.jobs_only),
+        from_jobs_only=old_plan.config.jobs_only,
     )
 
 

@@ -78,6 +78,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
         "dataEmpty": u.data_empty,
         "untimed": list(u.untimed),
         "clusterReplaced": u.cluster_replaced,
+        **({"fromJobsOnly": True} if u.from_jobs_only else {}),
         "jobs": [
             {
                 "name": j.name,
@@ -268,7 +269,9 @@ def _cluster_lines(r: dict[str, Any]) -> list[str]:
             else:
                 lines.append(f"    {a['name']}: {_version(a['from'], k['from'])} -> {_version(a['to'], k['to'])}")
     lines.extend(f"  data: {d}" for d in r["data"])
-    if r["clusterReplaced"]:
+    if r["clusterReplaced"] and r.get("fromJobsOnly"):
+        lines.append("  node groups: every group is made with the new cluster")
+    elif r["clusterReplaced"]:
         lines.append("  node groups: every group is made again with the new cluster, then the old ones deleted")
     elif not r["nodeGroups"]:
         lines.append("  node groups: none rolls" + _only_file(r))

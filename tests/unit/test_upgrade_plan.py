@@ -1705,7 +1705,10 @@ def test_a_stack_that_becomes_jobs_only_or_makes_its_own_cluster_says_what_it_de
         moved = compare(plan_of("vision", _vision()), plan_of("vision", cfg))
         assert moved.data and not [n for n in moved.notes if "storage." in n], moved.notes
     text = render_upgrade(upgrade_report(u))
-    assert "  expected duration: a new stack's" in text and "node groups: every group is made again" in text, text
+    assert (
+        "  expected duration: a new stack's" in text
+        and "node groups: every group is made with the new cluster\n" in text
+    ), text
 
 
 def test_an_image_built_under_another_key_replaces_the_job_in_its_folder() -> None:
@@ -3079,6 +3082,7 @@ def test_a_stack_file_turned_from_one_kind_into_the_other_moves_no_minor() -> No
     assert to_cluster.old_minor == to_cluster.new_minor == below and to_cluster.cluster_replaced
     text = render_upgrade(upgrade_report(to_cluster))
     assert f"\n  Kubernetes {below}: the new cluster's\n" in text, text
+    assert "\n  node groups: every group is made with the new cluster\n" in text, text
 
 
 def test_a_jobs_only_stacks_pinned_group_copy_is_not_refused_as_a_group_of_its_own() -> None:
