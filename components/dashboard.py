@@ -50,24 +50,20 @@ GPU_DEVICE_DIMENSIONS = ("ClusterName", "GpuDevice", "InstanceId", "InstanceType
 POD_DIMENSIONS = ("ClusterName", "Namespace", "PodName")
 
 
+def _per_gpu_query(stat: str, cluster_name: str, instance_type: str) -> str:
+    """``stat`` over the per-GPU utilization series of the cluster's nodes of one instance type."""
+    where = {"ClusterName": cluster_name, "InstanceType": instance_type}
+    return insights_query(stat, "node_gpu_utilization", GPU_DEVICE_DIMENSIONS, where)
+
+
 def idle_alarm_query(cluster_name: str, instance_type: str) -> str:
     """The busiest GPU of the cluster's nodes of one instance type: below the threshold means every one is idle."""
-    return insights_query(
-        "MAX",
-        "node_gpu_utilization",
-        GPU_DEVICE_DIMENSIONS,
-        {"ClusterName": cluster_name, "InstanceType": instance_type},
-    )
+    return _per_gpu_query("MAX", cluster_name, instance_type)
 
 
 def gpu_count_query(cluster_name: str, instance_type: str) -> str:
     """How many GPUs of the cluster's nodes of one instance type report (a node reports each of its GPUs)."""
-    return insights_query(
-        "COUNT",
-        "node_gpu_utilization",
-        GPU_DEVICE_DIMENSIONS,
-        {"ClusterName": cluster_name, "InstanceType": instance_type},
-    )
+    return _per_gpu_query("COUNT", cluster_name, instance_type)
 
 
 def idle_alarm_series(cluster_name: str, groups: Sequence[GpuGroupSpec]) -> dict[str, tuple[str, list[str]]]:

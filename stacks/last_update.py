@@ -382,6 +382,15 @@ def unchecked_minor_warning(plan: Plan, unread: str) -> str:
     )
 
 
+def unreadable_warning(plan: Plan, why: Exception) -> str:
+    """What ``pulumi up`` says where it cannot read the stack's last update (``why``): no summary, and the command
+    that shows one."""
+    return (
+        f"cannot read {LAST_UPDATE} ({why}), so what this update changes is not shown; "
+        f"python -m stacks plan --stack {plan.config.stack} --from <the deployed stack file> shows it"
+    )
+
+
 def announce_upgrade(
     plan: Plan,
     last: LastUpdate,
@@ -402,10 +411,7 @@ def announce_upgrade(
         zones = deployed_zones(outputs, plan.config.cluster_name)
         if region is not None and zones is not None and (problems := deployed_zone_problems(plan, region, zones)):
             raise ConfigError(problems) from None  # the zones, a plain output, are known: a move fails partway
-        pulumi.log.warn(
-            f"cannot read {LAST_UPDATE} ({last.unreadable}), so what this update rolls is not shown; "
-            f"python -m stacks plan --stack {plan.config.stack} --from <the deployed stack file> shows it"
-        )
+        pulumi.log.warn(unreadable_warning(plan, last.unreadable))
         return None
     jobs_only_record = previous is not None and recorded_jobs_only(previous)  # it made no cluster: no minor
     if previous is None or jobs_only_record:  # a new stack, one no update of this version has recorded, or a
@@ -462,10 +468,7 @@ def announce_jobs_only_update(plan: Plan, last: LastUpdate) -> None:
     anything is registered (a broken upgrade rule raises :class:`ConfigError`). Its last update may have been a
     cluster stack's: the summary then names the cluster, VPC and file system this update deletes."""
     if last.unreadable is not None:
-        pulumi.log.warn(
-            f"cannot read {LAST_UPDATE} ({last.unreadable}), so what this update changes is not shown; "
-            f"python -m stacks plan --stack {plan.config.stack} --from <the deployed stack file> shows it"
-        )
+        pulumi.log.warn(unreadable_warning(plan, last.unreadable))
         return
     if last.previous is None:
         return
