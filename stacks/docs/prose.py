@@ -47,8 +47,10 @@ def user_pages(root: Path = REPO) -> list[Path]:
 
 
 def explanation_pages(root: Path = REPO) -> list[Path]:
-    """The explanation pages held to the same writing rules: all but the evidence page (``verified.md``)."""
-    return [p for p in sorted((root / "docs" / "explanation").glob("*.md")) if p.name != "verified.md"]
+    """The explanation pages held to the same writing rules: all but the evidence pages (``verified.md``, and
+    ``test-runs.md``, the suite's runs)."""
+    evidence = {"verified.md", "test-runs.md"}
+    return [p for p in sorted((root / "docs" / "explanation").glob("*.md")) if p.name not in evidence]
 
 
 def contributor_pages(root: Path = REPO) -> list[Path]:

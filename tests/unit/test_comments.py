@@ -13,7 +13,12 @@ pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[2]
 
 #: Where history is the content: the change log, and the pages of measured runs (each with its commit).
-HISTORY_PAGES = {"CHANGELOG.md", "docs/contributing/testing.md", "docs/explanation/verified.md"}
+HISTORY_PAGES = {
+    "CHANGELOG.md",
+    "docs/contributing/testing.md",
+    "docs/explanation/verified.md",
+    "docs/explanation/test-runs.md",
+}
 
 NARRATION = [
     # "X used to do Y"; not the passive "is used to sign"

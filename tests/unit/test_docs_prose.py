@@ -33,7 +33,8 @@ def test_a_user_page_keeps_to_the_writing_rules(page: Path) -> None:
 
 @pytest.mark.parametrize("page", prose.explanation_pages(), ids=lambda p: p.name)
 def test_an_explanation_page_keeps_to_the_writing_rules(page: Path) -> None:
-    """The same limits as a user page; the evidence page (``verified.md``) keeps the measurements and test paths."""
+    """The same limits as a user page; the evidence pages (``verified.md``, ``test-runs.md``) keep the measurements and
+    test paths."""
     assert prose.measure(page).problems() == []
     assert prose.forbidden(page) == []
 
@@ -141,7 +142,7 @@ def test_the_site_has_the_pages_by_what_the_reader_is_doing() -> None:
         ],
         "explanation": [
             "architecture", "pulumi-up", "failures", "storage", "admission", "operations", "security", "box",
-            "programs", "preflight", "packaging", "verified",
+            "programs", "preflight", "packaging", "verified", "test-runs",
         ],
         "contributing": ["index", "testing", "layout"],
     }  # fmt: skip
