@@ -50,6 +50,7 @@ from stacks.plan.model import (
     OperationsPlan,
     Plan,
     StoragePlan,
+    same_cluster,
 )
 from stacks.plan.nodes import ami_plan
 from stacks.plan.queues import AdmissionPlan
@@ -74,6 +75,7 @@ __all__ = [
     "nodes_at_once",
     "operations_plan",
     "repair_spec",
+    "same_cluster",
     "storage_plan",
 ]
 

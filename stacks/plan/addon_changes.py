@@ -9,7 +9,7 @@ from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_version_for, 
 from components.catalog.operations import CONTAINER_INSIGHTS_LOG_GROUPS, OBSERVABILITY_ADDON
 from components.catalog.platform import STORAGE_ADDON
 from stacks.config import key
-from stacks.plan import Plan
+from stacks.plan import Plan, same_cluster
 from stacks.plan.installs import EKS_DEFAULT, autoscaler_version
 from stacks.plan.record import recorded_entry
 
@@ -59,7 +59,7 @@ def addon_step_problems(old_plan: Plan, new_plan: Plan, recorded: Optional[Mappi
 def held_addon_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     """The add-on pins kept as they were across a minor move (EKS may not offer them for the new minor)."""
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
-    if a == b:
+    if a == b or not same_cluster(old_plan.config, new_plan.config):
         return []
     held = old_plan.config.cluster.addon_versions
     return [
@@ -125,11 +125,14 @@ def addon_changes(
     """The EKS add-ons the stack installs before and after whose version the change moves (an add-on at EKS's default
     moves with the minor, and with EKS's default where ``eks_defaults`` holds what the cluster runs and that default),
     and the cluster autoscaler's chart and image where its minor's release differs. Each starts from the version
-    installed (:func:`deployed_version`), and one the record already holds at the new version is left out."""
+    installed (:func:`deployed_version`), and one the record already holds at the new version is left out. A new
+    cluster (:func:`~stacks.plan.model.same_cluster`) installs every add-on it has."""
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
+    same = same_cluster(old_plan.config, new_plan.config)
+    kept = old_plan.addons if same else ()
     live = eks_defaults or {}
     moves: list[tuple[str, Optional[str], Optional[str]]] = []
-    for addon in (x for x in new_plan.addons if x in old_plan.addons):
+    for addon in (x for x in new_plan.addons if x in kept):
         before = addon_version_for(addon, a, old_plan.config.cluster.addon_versions)
         after = addon_version_for(addon, b, new_plan.config.cluster.addon_versions)
         if after is None and addon in live:  # what the cluster runs, and the default EKS installs now
@@ -138,7 +141,7 @@ def addon_changes(
                 moves.append((addon, runs, default))
         elif before != after or (a != b and after is None):
             moves.append((addon, before, after))
-    if new_plan.autoscale and a != b and autoscaler_version(a) != autoscaler_version(b):
+    if same and new_plan.autoscale and a != b and autoscaler_version(a) != autoscaler_version(b):
         moves.append(("cluster-autoscaler", autoscaler_version(a), autoscaler_version(b)))
     changes = (
         AddonChange(n, before if n in live else deployed_version(n, before, recorded), after)
@@ -147,7 +150,7 @@ def addon_changes(
     installed = [
         AddonChange(n, None, addon_version_for(n, b, new_plan.config.cluster.addon_versions), "installed")
         for n in new_plan.addons
-        if n not in old_plan.addons
+        if n not in kept
     ]
     removed = [
         AddonChange(
@@ -156,7 +159,7 @@ def addon_changes(
             None,
             "removed",
         )
-        for n in old_plan.addons
+        for n in kept
         if n not in new_plan.addons
     ]
     return (*(c for c in changes if c.old != c.new or c.new is None), *installed, *removed)

@@ -10,7 +10,7 @@ import json
 from typing import Any, Mapping, Optional
 
 from stacks.config.errors import key
-from stacks.plan.model import Plan
+from stacks.plan.model import Plan, same_cluster
 from stacks.plan.queues import FlavorPlan
 from stacks.plan.record import recorded_entry
 
@@ -88,9 +88,7 @@ def flavor_problems(old: Plan, new: Plan, recorded: Optional[Mapping[str, object
     """The changes of a running stack's topology-aware flavors that Kueue refuses, each naming its group and the way
     out. A flavor is compared with what the last update's record says it was applied with (``recorded``), else with
     ``old``'s plan of it. A renamed cluster replaces every flavor, and a jobs-only stack has none."""
-    renamed = old.config.cluster_name != new.config.cluster_name
-    jobs_only = old.config.jobs_only or new.config.jobs_only
-    if new.admission is None or renamed or jobs_only:
+    if new.admission is None or not same_cluster(old.config, new.config):
         return []
     planned = {f.name: applied(f) for f in old.admission.flavors} if old.admission is not None else {}
     problems = []

@@ -322,3 +322,9 @@ class Plan:
     def group(self, name: str) -> NodeGroupPlan:
         """A worker group, or the system group (``system``)."""
         return self.system if name == SYSTEM_ROLE else self.groups[name]
+
+
+def same_cluster(old: StackConfig, new: StackConfig) -> bool:
+    """Whether an update from ``old`` to ``new`` changes one cluster in place. It does not when either is a jobs-only
+    stack (one side makes no cluster of its own), or when ``clusterName`` changed (every resource is made again)."""
+    return not (old.jobs_only or new.jobs_only) and old.cluster_name == new.cluster_name

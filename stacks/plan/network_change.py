@@ -13,7 +13,7 @@ from typing import Optional
 
 from stacks.config import ConfigError, StackConfig, key
 from stacks.config.base import ZONE_ID_RE
-from stacks.plan import Plan
+from stacks.plan import Plan, same_cluster
 from stacks.plan.region_change import region_problem
 from stacks.zones import RegionZones, find_zone, zone_pins
 
@@ -32,7 +32,7 @@ def network_problems(
     a, b = old.config, new.config
     if a.region != b.region:  # whatever the cluster's name: the resources it does not replace would stay behind
         return [region_problem(a.region, b.region)]
-    if not _compared(a, b):
+    if not same_cluster(a, b):
         return []
     vpc_a, vpc_b = _vpc(a), _vpc(b)
     if vpc_a != vpc_b:
@@ -137,7 +137,7 @@ def network_notes(old: Plan, new: Plan) -> list[str]:
     say whether the VPC's zones change; ``pulumi up`` resolves them and refuses a change. A change of zones that is
     certain offline is refused (:func:`_zones_certainly_change`)."""
     a, b = old.config, new.config
-    if not _compared(a, b) or a.network is None or b.network is None or _vpc(a) != _vpc(b):
+    if not same_cluster(a, b) or a.network is None or b.network is None or _vpc(a) != _vpc(b):
         return []
     if _spec(a) == _spec(b) or _zones_certainly_change(a, b):
         return []
@@ -147,12 +147,6 @@ def network_notes(old: Plan, new: Plan) -> list[str]:
         "refuses it before anything is registered (EKS keeps the zones a cluster was made in): to keep them, set "
         f"{key('network.availabilityZones')} to the zones the VPC has"
     ]
-
-
-def _compared(a: StackConfig, b: StackConfig) -> bool:
-    """Both configurations make the same cluster: not jobs-only, not renamed (a new name replaces everything)."""
-    jobs_only = a.jobs_only or b.jobs_only
-    return not jobs_only and a.cluster_name == b.cluster_name
 
 
 def _vpc(cfg: StackConfig) -> str:

@@ -18,7 +18,7 @@ from typing import Mapping, Optional
 
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, FSX_UPDATE_WAIT
 from stacks.config import ConfigError, key
-from stacks.plan import Plan
+from stacks.plan import Plan, same_cluster
 from stacks.plan.addon_changes import AddonChange, addon_changes, addon_notes, addon_step_problems, held_addon_notes
 from stacks.plan.admission import placement_of
 from stacks.plan.flavor_change import flavor_problems
@@ -159,6 +159,10 @@ def compare(
     groups += [
         deleted_group(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names
     ]
+    same = same_cluster(old_plan.config, new_plan.config)
+    new_cluster = not (same or new_plan.config.jobs_only)  # the first, or one under a new name
+    if new_cluster:  # every group is made with it: none rolls, none is updated in place
+        groups, notes = [], []
     notes += outgoing_notes(old_plan, new_plan)
     if new_plan.config.jobs_only:  # its groups copy the cluster stack's: that stack's own summary says what they do
         groups, notes = [], _copied_group_notes(old_plan, new_plan)
@@ -186,6 +190,8 @@ def compare(
         old_minor = new_minor
     elif new_plan.config.jobs_only:  # its cluster is another stack's: no minor moves here
         new_minor = old_minor
+    elif new_cluster:  # a new clusterName: the new cluster starts at its minor, whatever the old one runs
+        old_minor, running = new_minor, None
     return Upgrade(
         old_label=old_label,
         old_minor=old_minor,
@@ -200,8 +206,7 @@ def compare(
         runs=runs,
         jobs_only=new_plan.config.jobs_only,
         deferred=tuple(n for _, jobs in deferred for n in jobs),
-        cluster_replaced=not new_plan.config.jobs_only
-        and (old_plan.config.cluster_name != new_plan.config.cluster_name or old_plan.config.jobs_only),
+        cluster_replaced=new_cluster,
         from_jobs_only=old_plan.config.jobs_only,
     )
 
@@ -254,9 +259,10 @@ def _refuse_breaking_moves(
     compared: Optional[str],
 ) -> None:
     """:class:`ConfigError` with every upgrade rule the move breaks: the minor's steps first (the add-ons' follow
-    them), then the network, the pinned AMI releases and the Kueue flavors. A stack file turned from one kind into the
-    other, or a jobs-only stack's (its groups a copy of another stack's), moves no minor, add-on or group."""
-    own = not (old_plan.config.jobs_only or new_plan.config.jobs_only)  # else one of them made no cluster of its own
+    them), then the network, the pinned AMI releases and the Kueue flavors. Only an update of one cluster in place
+    moves a minor, an add-on or a group (:func:`~stacks.plan.model.same_cluster`): a new ``clusterName`` makes a new
+    cluster, and a jobs-only stack makes none."""
+    own = same_cluster(old_plan.config, new_plan.config)
     problems: list[str] = []
     if own:
         problems = minor_problems(

@@ -1414,6 +1414,23 @@ def test_a_new_cluster_name_says_every_group_is_made_again_and_the_time_is_a_new
     assert "none rolls" not in text and "no control plane, add-on or node group update" not in text, text
 
 
+def test_a_new_cluster_name_starts_the_new_cluster_at_any_minor() -> None:
+    """A new clusterName makes a new cluster (no EKS update): two minors up, or one down, is no skip or downgrade, and
+    a control plane that runs another minor is the old cluster's. Its add-ons are installed, none moves, and no group
+    rolls. Under the old name, the same minors are refused."""
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.34", extendedSupport=True))
+    for minor, refused in (("1.36", "skips 1 minor(s)"), ("1.33", "is older than the running 1.34")):
+        cfg = variant("dev", kubernetesVersion=minor, extendedSupport=True)
+        assert refused in _refused(old, plan_of("dev", cfg))
+        u = compare(old, plan_of("dev", {**cfg, P + "clusterName": "other"}), running="1.35")
+        assert (u.old_minor, u.new_minor, u.running, u.cluster_replaced) == (minor, minor, None, True)
+        assert u.groups == () and not [n for n in u.notes if "roll" in n], u.notes
+        assert {a.change for a in u.addons} == {"installed"}, u.addons
+        text = render_upgrade(upgrade_report(u))
+        assert f"  Kubernetes {minor}: the new cluster's\n" in text, text
+        assert "cluster-autoscaler" not in text and " -> " not in text.split("  data:")[0], text
+
+
 def test_a_new_s3_path_names_the_bucket_the_stack_made_which_goes() -> None:
     """An FSx file system linked to a bucket of the user's instead of the one the stack made: the file system keeps
     its files (no data line), but the stack's bucket is deleted with everything in it; a note says so."""
