@@ -397,9 +397,11 @@ def _own_nodes(plan: Plan) -> dict[str, int]:
 
 def _own_quota_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     """A job of the stack whose group's share in the stack's own quota falls below the nodes it uses (teams added, or
-    given more): it then runs on quota borrowed from the cohort, which a team takes back by preempting it
-    (``reclaimWithinCohort: Any``, components/admission.py)."""
+    given more): it then runs on quota borrowed from the teams that lend (``mayLend``), which a team takes back by
+    preempting it (``reclaimWithinCohort: Any``, components/admission.py). A job the lenders cannot cover is refused
+    before (:func:`stacks.plan.admission.beyond_own_queue`)."""
     before, after = _own_nodes(old_plan), _own_nodes(new_plan)
+    lenders = ", ".join(t.name for t in new_plan.admission.teams if t.may_lend) if new_plan.admission else ""
     out = []
     for name, job in new_plan.jobs.items():
         group = job.group.name
@@ -408,8 +410,8 @@ def _own_quota_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
             continue
         out.append(
             f"job {name}: the stack's own quota on {job.group.path} goes from {was} to {now} node(s) (the teams' "
-            f"share), below the {job.max_nodes} it uses: it then runs on quota borrowed from the teams, and Kueue "
-            "stops it when a team's job needs that quota back"
+            f"share), below the {job.max_nodes} it uses: it then runs on quota borrowed from the teams that lend "
+            f"({lenders}), and Kueue stops it when one of their jobs needs that quota back"
         )
     return out
 

@@ -1767,18 +1767,26 @@ def test_a_dataset_staged_anew_is_named_among_what_the_duration_does_not_count()
 
 def test_a_job_whose_groups_own_quota_falls_below_its_nodes_is_told_it_may_be_preempted() -> None:
     """Teams take their share of a group out of the stack's own quota: a running job that needs more than is left
-    runs on quota borrowed from the cohort, which a team takes back by preempting it (reclaimWithinCohort: Any)."""
-    teams = preset("g5")
-    teams[P + "teams"] = {"a": {"quotaPercent": 50}}
-    (note,) = [n for n in compare(plan_of("g5", preset("g5")), plan_of("g5", teams)).notes if "own quota" in n]
+    runs on quota borrowed from the teams that lend (named: one with mayLend false lends nothing), which a team takes
+    back by preempting it (reclaimWithinCohort: Any)."""
+    before = preset("g5")
+    before[P + "nodeGroups"]["gpu"]["maxSize"] = 4
+    before[P + "jobs"]["train"].update(nodes=3, maxNodes=3)
+    teams = copy.deepcopy(before)
+    teams[P + "teams"] = {"a": {"quotaPercent": 25}, "b": {"quotaPercent": 25, "mayLend": False}}
+    (note,) = [n for n in compare(plan_of("g5", before), plan_of("g5", teams)).notes if "own quota" in n]
     assert note == (
-        "job train: the stack's own quota on nodeGroups.gpu goes from 2 to 1 node(s) (the teams' share), below the 2 "
-        "it uses: it then runs on quota borrowed from the teams, and Kueue stops it when a team's job needs that "
-        "quota back"
+        "job train: the stack's own quota on nodeGroups.gpu goes from 4 to 2 node(s) (the teams' share), below the 3 "
+        "it uses: it then runs on quota borrowed from the teams that lend (a), and Kueue stops it when one of their "
+        "jobs needs that quota back"
     )
     assert not [n for n in compare(plan_of("g5", teams), plan_of("g5", teams)).notes if "own quota" in n]
-    back = compare(plan_of("g5", teams), plan_of("g5", preset("g5")))
+    back = compare(plan_of("g5", teams), plan_of("g5", before))
     assert not [n for n in back.notes if "own quota" in n]
+    # neither team lends: the job could never be admitted, which the configuration's rules refuse first
+    teams[P + "teams"]["a"]["mayLend"] = False
+    with pytest.raises(ConfigError, match="Kueue would never admit it"):
+        plan_of("g5", teams)
 
 
 def test_an_add_on_installed_or_removed_is_listed_and_timed() -> None:
