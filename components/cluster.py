@@ -10,6 +10,7 @@ retention (:func:`control_plane_log_group_name`).
 Why: docs/explanation/pulumi-up.md, "The cluster and its add-ons"; docs/explanation/operations.md."""
 
 import json
+import re
 from typing import Mapping, Optional, Sequence, TypedDict
 
 import pulumi
@@ -123,6 +124,9 @@ class TrainingClusterArgs(TypedDict):
     endpoint is reachable from inside the VPC only (run ``pulumi up`` there or over a VPN)."""
     public_access_cidrs: NotRequired[Sequence[str]]
     """CIDRs allowed to reach the public endpoint (ignored without one). Default ``["0.0.0.0/0"]``."""
+    private_access_cidrs: NotRequired[Sequence[str]]
+    """IPv4 CIDRs allowed to reach the private endpoint on port 443 (a bastion's subnet, a VPN's range): an ingress
+    rule each in the cluster security group, which otherwise admits only the cluster's nodes. Default none."""
     log_retention_days: NotRequired[int]
     """Retention of the control-plane log group, in days (a CloudWatch retention value). Default 30."""
     admin_role_arns: NotRequired[Sequence[str]]
@@ -264,6 +268,7 @@ class TrainingCluster(pulumi.ComponentResource):
         node_role_arn = self._node_role(name, args, partition)
         log_group = self._log_group(name, args)
         self.cluster = self._eks_cluster(name, args, partition, kms_key, log_group)
+        self._api_access(name, args)
         # An output of the remote component resolves only after all of its children exist.
         cluster_name = args["cluster_name"]
         eks_name = self.cluster.cluster_security_group_id.apply(lambda _: cluster_name)
@@ -422,6 +427,22 @@ class TrainingCluster(pulumi.ComponentResource):
             tags=dict(args.get("tags") or {}),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group]),
         )
+
+    def _api_access(self, name: str, args: TrainingClusterArgs) -> None:
+        """Port 443 of the API server from each of ``private_access_cidrs``, in the security group EKS made for the
+        cluster (its ENIs and the nodes carry it). The private endpoint needs it for anything outside that group, such
+        as `kubectl` on a bastion (https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html)."""
+        for cidr in args.get("private_access_cidrs") or ():
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-api-from-{re.sub(r'[./]', '-', cidr)}",
+                security_group_id=self.cluster.cluster_security_group_id,
+                cidr_ipv4=cidr,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                description=f"Kubernetes API from {cidr}",
+                opts=pulumi.ResourceOptions(parent=self),
+            )
 
     def _addon(
         self,

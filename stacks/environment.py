@@ -305,6 +305,8 @@ def _cluster_args(plan: Plan, net: _Network, tags: dict[str, str]) -> TrainingCl
     }
     if c.public_cidrs is not None:
         cluster_args["public_access_cidrs"] = c.public_cidrs
+    if c.private_access_cidrs:
+        cluster_args["private_access_cidrs"] = list(c.private_access_cidrs)
     if c.service_cidr:
         cluster_args["service_cidr"] = c.service_cidr
     token_env, token_role = token_credentials(cfg.aws)

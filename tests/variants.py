@@ -108,12 +108,17 @@ def in_region(config: dict[str, Any], region: str) -> dict[str, Any]:
     return {k: move(v) for k, v in cfg.items()}
 
 
+#: The networks the private-endpoint variant lets reach the API server.
+PRIVATE_ACCESS_CIDRS = ("10.0.200.0/24", "172.31.0.0/16")
+
+
 def private_endpoint(config: dict[str, Any]) -> dict[str, Any]:
-    """The API server reachable from inside the VPC only."""
+    """The API server reachable from inside the VPC only: from a bastion's subnet and a VPN's range."""
     cfg = copy.deepcopy(config)
     cluster = dict(cfg.get(P + "cluster") or {})
     cluster.pop("publicAccessCidrs", None)
     cluster["endpointPublicAccess"] = False
+    cluster["privateAccessCidrs"] = list(PRIVATE_ACCESS_CIDRS)
     cfg[P + "cluster"] = cluster
     return cfg
 

@@ -65,9 +65,12 @@ class ClusterConfig(Model):
     and EKS bills its extended-support price per cluster-hour (components/catalog/ lists both prices)."""
     endpoint_public_access: bool = True
     """Whether the API server has a public endpoint (the private one is always on); with false, `pulumi up` must run
-    from inside the VPC or over a VPN or bastion."""
+    from a network privateAccessCidrs lets in: inside the VPC, or over a VPN."""
     public_access_cidrs: list[str] = Field(default_factory=lambda: ["0.0.0.0/0"])
     """The CIDRs allowed to reach the public endpoint; only with endpointPublicAccess: true."""
+    private_access_cidrs: list[str] = Field(default_factory=list)
+    """The networks allowed to reach the private endpoint on port 443, such as a bastion's subnet or a VPN's range:
+    a rule each in the cluster security group. Without them only the cluster's nodes reach it."""
     log_retention_days: int = Field(
         default=DEFAULT_CLUSTER_LOG_RETENTION_DAYS, json_schema_extra=reference(allowed=LOG_RETENTION_DAYS)
     )
@@ -130,7 +133,7 @@ class ClusterConfig(Model):
             raise ValueError(f"{v} is not a CloudWatch retention; use one of {', '.join(map(str, LOG_RETENTION_DAYS))}")
         return v
 
-    @field_validator("public_access_cidrs")
+    @field_validator("public_access_cidrs", "private_access_cidrs")
     @classmethod
     def _cidrs(cls, v: list[str]) -> list[str]:
         check([(f"[{i}]", why) for i, c in enumerate(v) if (why := cidr_problem(c))])
@@ -215,6 +218,15 @@ class ClusterConfig(Model):
                     "publicAccessCidrs",
                     "empty while endpointPublicAccess is true; list the CIDRs allowed to reach the API server, "
                     "or set endpointPublicAccess: false",
+                )
+            )
+        if not self.endpoint_public_access and not self.private_access_cidrs:
+            problems.append(
+                (
+                    "privateAccessCidrs",
+                    "empty while endpointPublicAccess is false: nothing but the cluster's nodes could reach the API "
+                    "server, `pulumi up` and kubectl included; list the networks they run from (a bastion's subnet, "
+                    "a VPN's range), or set endpointPublicAccess: true",
                 )
             )
         if not self.endpoint_public_access and "public_access_cidrs" in self.model_fields_set:

@@ -11,7 +11,7 @@ from components.catalog.platform import NODE_UPDATE_STRATEGIES, NodeUpdateStrate
 from components.catalog.timings import CREATION
 from components.nodeplan import roll_minutes
 from stacks.config import key
-from stacks.plan import NodeGroupPlan, Plan, jobs_waiting_for
+from stacks.plan import NodeGroupPlan, Plan, jobs_waiting_for, same_cluster
 from stacks.plan.admission import autoscales
 from stacks.plan.job_stops import JobStop, job_stops
 from stacks.plan.nodes import recorded_release
@@ -140,7 +140,11 @@ def running_nodes(old_plan: Plan, was: NodeGroupPlan) -> int:
 def outgoing_groups(old_plan: Plan, new_plan: Plan) -> list[OutgoingGroup]:
     """The old configuration's groups that run until the end of the update beside the new one's: Pulumi creates a
     replaced group's successor first and deletes the old group, like a removed one, after every other change (source
-    keys ``pulumi-replace-order``, ``pulumi-aws-node-group-replace``)."""
+    keys ``pulumi-replace-order``, ``pulumi-aws-node-group-replace``). A new ``clusterName`` replaces every group; a
+    jobs-only stack's groups were another stack's, which this update does not delete."""
+    if old_plan.config.jobs_only:
+        return []
+    renamed = not (new_plan.config.jobs_only or same_cluster(old_plan.config, new_plan.config))
     new_groups = {g.name: g for g in new_plan.all_groups}
     if old_plan.autoscale:  # the autoscaler owns desiredSize (ignore_changes): the record holds only its first value
         sized_by = "its maxSize: the cluster autoscaler owns its size and may have grown it that far"
@@ -149,7 +153,7 @@ def outgoing_groups(old_plan: Plan, new_plan: Plan) -> list[OutgoingGroup]:
     out = []
     for was in old_plan.all_groups:
         now = new_groups.get(was.name)
-        if now is not None and not _replacing(was, now):
+        if now is not None and not renamed and not _replacing(was, now):
             continue
         nodes = running_nodes(old_plan, was)
         out.append(OutgoingGroup(was, "removed" if now is None else "replaced", nodes, sized_by))

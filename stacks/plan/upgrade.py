@@ -41,7 +41,7 @@ from stacks.plan.job_changes import (
     run_changes,
     unrecorded_notes,
 )
-from stacks.plan.minors import minor_problems
+from stacks.plan.minors import VERSION_KEY, minor_problems, minor_step
 from stacks.plan.network_change import network_notes, network_problems
 from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S
 from stacks.plan.storage_change import (
@@ -191,7 +191,8 @@ def compare(
     elif new_plan.config.jobs_only:  # its cluster is another stack's: no minor moves here
         new_minor = old_minor
     elif new_cluster:  # a new clusterName: the new cluster starts at its minor, whatever the old one runs
-        old_minor, running = new_minor, None
+        notes += _renamed_onto_notes(old_plan, new_plan, running)
+        old_minor, running = running or new_minor, None  # or the new name's cluster that runs already moves
     return Upgrade(
         old_label=old_label,
         old_minor=old_minor,
@@ -274,8 +275,46 @@ def _refuse_breaking_moves(
     problems += flavor_problems(old_plan, new_plan, deployed_versions)
     if not new_plan.config.jobs_only:  # a jobs-only stack makes neither cluster nor storage
         problems += _service_range_problems(old_plan, new_plan) + storage_problems(old_plan, new_plan)
+        problems += _renamed_onto_problems(old_plan, new_plan, running)
     if problems:
         raise ConfigError(problems)
+
+
+def _renamed_onto(old_plan: Plan, new_plan: Plan, running: Optional[str]) -> str:
+    """``"clusterName a -> b: a cluster named b already runs Kubernetes r"`` where a new name's cluster exists already
+    (``running``, as preflight read it by the new name), else ``""``. An earlier ``pulumi up`` of this stack that
+    failed after making it left it in the stack's state, so this one updates it; another stack's makes EKS refuse
+    the name."""
+    a, b = old_plan.config, new_plan.config
+    if running is None or a.jobs_only or b.jobs_only or a.cluster_name == b.cluster_name:
+        return ""
+    return (
+        f"{key('clusterName')} {a.cluster_name} -> {b.cluster_name}: a cluster named {b.cluster_name} already runs "
+        f"Kubernetes {running}"
+    )
+
+
+def _renamed_onto_problems(old_plan: Plan, new_plan: Plan, running: Optional[str]) -> list[str]:
+    """A new name's existing cluster (:func:`_renamed_onto`) at a minor this update cannot reach in one step."""
+    said, minor = _renamed_onto(old_plan, new_plan, running), new_plan.config.cluster.kubernetes_version
+    if not said or minor_step(running or minor, minor) not in ("skip", "down"):
+        return []
+    return [
+        f"{said}, and {VERSION_KEY} {minor} is neither that minor nor the next. If an earlier `pulumi up` of this stack made "
+        f"it, this update moves it as any other, one minor at most: set {running}, or the next minor. If another "
+        "stack made it, EKS cannot make a second cluster of that name: choose another clusterName"
+    ]
+
+
+def _renamed_onto_notes(old_plan: Plan, new_plan: Plan, running: Optional[str]) -> list[str]:
+    """A new name's existing cluster the update may go on with (:func:`_renamed_onto`)."""
+    said = _renamed_onto(old_plan, new_plan, running)
+    if not said:
+        return []
+    return [
+        f"{said}. If an earlier `pulumi up` of this stack made it, this update goes on with it. If another stack made "
+        "it, EKS refuses to make a second cluster of that name: choose another clusterName"
+    ]
 
 
 def _service_range_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
@@ -353,8 +392,8 @@ def _copied_group_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
 
 def _endpoint_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     """The API server's public endpoint turned off, or some address it allowed no longer allowed: EKS updates the
-    cluster's endpoint access in place, in minutes, and a machine outside the VPC, its connected networks and the new
-    CIDRs loses the API, for the rest of this `pulumi up` too. Wider or reordered CIDRs lose nothing."""
+    cluster's endpoint access in place, in minutes, and a machine outside the networks ``privateAccessCidrs`` lets in
+    and the new CIDRs loses the API, for the rest of this `pulumi up` too. Wider or reordered CIDRs lose nothing."""
     a, b = old_plan.config.cluster, new_plan.config.cluster
     if a.public_cidrs is None:
         return []  # no public endpoint to lose
@@ -368,7 +407,8 @@ def _endpoint_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
         if b.public_cidrs is None
         else f"{key('cluster.publicAccessCidrs')} {a.public_cidrs} -> {b.public_cidrs}"
     )
-    where = "the VPC and the networks connected to it" + ("" if b.public_cidrs is None else ", or the new CIDRs")
+    private = f"{key('cluster.privateAccessCidrs')} ({', '.join(b.private_access_cidrs) or 'none'})"
+    where = f"the networks {private} lets in on port 443" + ("" if b.public_cidrs is None else ", or the new CIDRs")
     return [
         f"{what}: EKS updates the endpoint access in place, in minutes. From then on `kubectl` and `pulumi up`, the "
         f"rest of this one included, reach the cluster only from {where}: run it from there"

@@ -41,7 +41,7 @@ from tests.harness import (
     stack_names,
     strings_in,
 )
-from tests.variants import STRESS_REGION, P, stress_config, stress_program
+from tests.variants import PRIVATE_ACCESS_CIDRS, STRESS_REGION, P, stress_config, stress_program
 
 STACKS = stack_names()
 VARIANTS = ["shipped", "stress"]
@@ -105,6 +105,29 @@ class TestEveryStack:
         assert c["endpointPublicAccess"] is _cluster_cfg(stack, variant).get("endpointPublicAccess", True)
         if variant == "stress":
             assert c["endpointPublicAccess"] is False
+
+    def test_the_private_endpoint_admits_the_configured_networks_on_443(
+        self, program_for: Any, stack: str, variant: str
+    ) -> None:
+        """EKS: the cluster security group must allow ingress on port 443 from a bastion or a connected network for it
+        to reach a private endpoint (https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html). One
+        rule per cluster.privateAccessCidrs entry, in the security group EKS made for the cluster."""
+        p = program(program_for, stack, variant)
+        cluster = p.one("eks:index:Cluster")
+        rules = [
+            r
+            for r in p.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+            if r.inputs.get("fromPort") == 443
+        ]
+        assert sorted(r.inputs["cidrIpv4"] for r in rules) == sorted(
+            _cluster_cfg(stack, variant).get("privateAccessCidrs", [])
+        )
+        for r in rules:
+            assert (r.inputs["ipProtocol"], r.inputs["toPort"]) == ("tcp", 443)
+            assert r.deps_of("securityGroupId") == [cluster.urn]
+            assert r.inputs["securityGroupId"] == cluster.outputs["clusterSecurityGroupId"], r.inputs
+        if variant == "stress":
+            assert len(rules) == len(PRIVATE_ACCESS_CIDRS)
 
     def test_upgrade_policy_is_standard_unless_extended_support_is_chosen(
         self, program_for: Any, stack: str, variant: str

@@ -704,8 +704,21 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ),
     (
         "CIDRs with a private endpoint",
-        setk("cluster", {"endpointPublicAccess": False, "publicAccessCidrs": ["10.0.0.0/8"]}),
+        setk(
+            "cluster",
+            {"endpointPublicAccess": False, "publicAccessCidrs": ["10.0.0.0/8"], "privateAccessCidrs": ["10.0.0.0/8"]},
+        ),
         ["eks-training:cluster.publicAccessCidrs: only applies to a public endpoint"],
+    ),
+    (
+        "a private endpoint nothing may reach",
+        setk("cluster", {"endpointPublicAccess": False}),
+        ["eks-training:cluster.privateAccessCidrs: empty while endpointPublicAccess is false", "a bastion's subnet"],
+    ),
+    (
+        "a private access CIDR without its prefix",
+        setk("cluster", {"privateAccessCidrs": ["10.0.200.7"]}),
+        ["eks-training:cluster.privateAccessCidrs[0]: '10.0.200.7' has no prefix length"],
     ),
     (
         "pytorch job without a script",

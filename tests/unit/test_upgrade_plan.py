@@ -1415,20 +1415,53 @@ def test_a_new_cluster_name_says_every_group_is_made_again_and_the_time_is_a_new
 
 
 def test_a_new_cluster_name_starts_the_new_cluster_at_any_minor() -> None:
-    """A new clusterName makes a new cluster (no EKS update): two minors up, or one down, is no skip or downgrade, and
-    a control plane that runs another minor is the old cluster's. Its add-ons are installed, none moves, and no group
-    rolls. Under the old name, the same minors are refused."""
+    """A new clusterName makes a new cluster (no EKS update): two minors up, or one down, is no skip or downgrade. Its
+    add-ons are installed, none moves, and no group rolls. Under the old name, the same minors are refused."""
     old = plan_of("dev", variant("dev", kubernetesVersion="1.34", extendedSupport=True))
     for minor, refused in (("1.36", "skips 1 minor(s)"), ("1.33", "is older than the running 1.34")):
         cfg = variant("dev", kubernetesVersion=minor, extendedSupport=True)
         assert refused in _refused(old, plan_of("dev", cfg))
-        u = compare(old, plan_of("dev", {**cfg, P + "clusterName": "other"}), running="1.35")
+        u = compare(old, plan_of("dev", {**cfg, P + "clusterName": "other"}))
         assert (u.old_minor, u.new_minor, u.running, u.cluster_replaced) == (minor, minor, None, True)
         assert u.groups == () and not [n for n in u.notes if "roll" in n], u.notes
         assert {a.change for a in u.addons} == {"installed"}, u.addons
         text = render_upgrade(upgrade_report(u))
         assert f"  Kubernetes {minor}: the new cluster's\n" in text, text
         assert "cluster-autoscaler" not in text and " -> " not in text.split("  data:")[0], text
+
+
+def test_a_new_cluster_names_old_groups_run_beside_the_new_ones_until_the_end() -> None:
+    """Pulumi makes the renamed stack's every resource first and deletes the old ones last: every old group's nodes
+    run beside the new groups', in the summary's notes and in preflight's vCPU count. A stack that was jobs-only
+    deletes no group: its groups were another stack's."""
+    old = plan_of("p5", preset("p5"))
+    renamed = plan_of("p5", {**preset("p5"), P + "clusterName": "other"})
+    beside = [n for n in compare(old, renamed).notes if "the new group's nodes start beside the old group's" in n]
+    assert [n.split(":")[0] for n in beside] == ["systemNodeGroup", "nodeGroups.gpu"], beside
+    parts = quota_needs(renamed, old)[("P", "On-Demand")]
+    assert [p.vcpus for p in parts] == [384, 384] and [p.outgoing for p in parts] == [False, True], parts
+    assert not [p for ps in quota_needs(plan_of("p5", preset("p5")), old).values() for p in ps if p.outgoing]
+
+
+def test_a_new_cluster_name_whose_cluster_runs_already_goes_on_with_it_one_minor_at_most() -> None:
+    """A cluster of the new name that runs already (preflight read it by that name) is this stack's, from an earlier
+    `pulumi up` that failed after making it, or another stack's: the summary says both; a minor that cluster cannot
+    reach in one step is refused."""
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
+
+    def renamed(minor: str) -> Plan:
+        return plan_of("dev", {**variant("dev", kubernetesVersion=minor), P + "clusterName": "other"})
+
+    said = "eks-training:clusterName eks-training-dev -> other: a cluster named other already runs Kubernetes"
+    u = compare(old, renamed("1.36"), running="1.35")
+    (note,) = [n for n in u.notes if n.startswith(said)]
+    assert note.endswith("If another stack made it, EKS refuses to make a second cluster of that name: choose "
+                         "another clusterName"), note  # fmt: skip
+    assert (u.old_minor, u.new_minor) == ("1.35", "1.36")
+    assert not [n for n in compare(old, renamed("1.36")).notes if n.startswith(said)]
+    assert _refused(old, renamed("1.35"), running="1.36").startswith(
+        f"{said} 1.36, and eks-training:cluster.kubernetesVersion 1.35 is neither that minor nor the next."
+    )
 
 
 def test_a_new_s3_path_names_the_bucket_the_stack_made_which_goes() -> None:
@@ -1671,7 +1704,10 @@ def test_a_job_newly_awaited_or_checked_gets_a_note() -> None:
 @pytest.mark.parametrize(
     "cluster, said",
     [
-        ({"endpointPublicAccess": False}, "eks-training:cluster.endpointPublicAccess true -> false: EKS updates"),
+        (
+            {"endpointPublicAccess": False, "privateAccessCidrs": ["10.0.200.0/24"]},
+            "eks-training:cluster.endpointPublicAccess true -> false: EKS updates",
+        ),
         (
             {"publicAccessCidrs": ["203.0.113.0/24"]},
             "eks-training:cluster.publicAccessCidrs ['0.0.0.0/0'] -> ['203.0.113.0/24']: EKS updates",
@@ -1685,7 +1721,10 @@ def test_a_narrower_public_endpoint_says_where_the_api_stays_reachable(cluster: 
     (note,) = [n for n in compare(plan_of("dev", preset("dev")), plan_of("dev", narrower)).notes if "EKS updates" in n]
     assert note.startswith(said), note
     assert ("or the new CIDRs" in note) == ("publicAccessCidrs" in cluster), note
-    opened = compare(plan_of("dev", variant("dev", endpointPublicAccess=False)), plan_of("dev", preset("dev")))
+    private = ", ".join(cluster.get("privateAccessCidrs", [])) or "none"
+    assert f"only from the networks eks-training:cluster.privateAccessCidrs ({private}) lets in on port 443" in note
+    private_only = variant("dev", endpointPublicAccess=False, privateAccessCidrs=["10.0.200.0/24"])
+    opened = compare(plan_of("dev", private_only), plan_of("dev", preset("dev")))
     assert not [n for n in opened.notes if "EKS updates" in n]
     # wider, more or reordered CIDRs lose no address
     narrow = variant("dev", publicAccessCidrs=["203.0.113.0/24", "198.51.100.0/24"])
