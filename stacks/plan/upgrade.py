@@ -300,9 +300,9 @@ def _renamed_onto_problems(old_plan: Plan, new_plan: Plan, running: Optional[str
     if not said or minor_step(running or minor, minor) not in ("skip", "down"):
         return []
     return [
-        f"{said}, and {VERSION_KEY} {minor} is neither that minor nor the next. If an earlier `pulumi up` of this stack made "
-        f"it, this update moves it as any other, one minor at most: set {running}, or the next minor. If another "
-        "stack made it, EKS cannot make a second cluster of that name: choose another clusterName"
+        f"{said}, and {VERSION_KEY} {minor} is neither that minor nor the next. If an earlier `pulumi up` of this "
+        f"stack made it, this update moves it as any other, one minor at most: set {running}, or the next minor. If "
+        "another stack made it, EKS cannot make a second cluster of that name: choose another clusterName"
     ]
 
 
