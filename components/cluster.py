@@ -126,7 +126,8 @@ class TrainingClusterArgs(TypedDict):
     """CIDRs allowed to reach the public endpoint (ignored without one). Default ``["0.0.0.0/0"]``."""
     private_access_cidrs: NotRequired[Sequence[str]]
     """IPv4 CIDRs allowed to reach the private endpoint on port 443 (a bastion's subnet, a VPN's range): an ingress
-    rule each in the cluster security group, which otherwise admits only the cluster's nodes. Default none."""
+    rule each in the cluster security group, which otherwise admits only the cluster's nodes. The nodes carry that
+    group too, so these networks also reach port 443 on them. Default none; each CIDR once."""
     log_retention_days: NotRequired[int]
     """Retention of the control-plane log group, in days (a CloudWatch retention value). Default 30."""
     admin_role_arns: NotRequired[Sequence[str]]

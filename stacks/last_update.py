@@ -21,7 +21,7 @@ from pulumi.runtime.config import is_config_secret
 from components.catalog.platform import minor_number
 from stacks.config import NAMESPACE, ConfigError, load_config
 from stacks.config.cluster import support_windows_ignored
-from stacks.config.loader import quiet
+from stacks.config.loader import default_cluster_name, quiet
 from stacks.config.namespaces import REGION_KEY, setting
 from stacks.plan import Plan, build_plan
 from stacks.plan.flavor_change import FLAVOR_SUFFIX, spec_record
@@ -251,6 +251,16 @@ def recorded_jobs_only(previous: Mapping[str, Any]) -> bool:
     return isinstance(cluster, dict) and cluster.get("stackReference") is not None
 
 
+def renamed_cluster(plan: Plan, previous: Mapping[str, Any]) -> bool:
+    """Whether the stack file gives the cluster another name than the recorded configuration's (a cluster stack's):
+    the update makes a new cluster, and the minor preflight read is that name's cluster, if one exists already."""
+    if recorded_jobs_only(previous) or plan.config.jobs_only:
+        return False
+    config = plan.config
+    recorded = setting(previous, f"{NAMESPACE}:clusterName") or default_cluster_name(config.project, config.stack)
+    return recorded != config.cluster_name
+
+
 def upgrade_summary(
     plan: Plan,
     previous: Mapping[str, Any],
@@ -273,9 +283,11 @@ def upgrade_summary(
     EKS's default now, where preflight read them (:func:`stacks.preflight.cluster.eks_defaults`). A new region is
     refused before (:func:`refuse_new_region`)."""
     config = plan.config
+    renamed = renamed_cluster(plan, previous)
     deployed = recorded_minor(previous)
-    ahead = ahead_of_record(deployed, running)
-    if unset_minor(plan):
+    # a new name's cluster: none yet, or one that has that name already (compare names it)
+    ahead = running if renamed else ahead_of_record(deployed, running)
+    if unset_minor(plan) and not renamed:
         current = ahead or deployed
         if current is not None and current != config.cluster.kubernetes_version:
             # before the record is loaded: a minor since past its support would not load, and the move would go on
@@ -291,7 +303,9 @@ def upgrade_summary(
             f"({exc}). Compare by hand: python -m stacks plan --stack {config.stack} --from <the revision of its "
             "stack file that was deployed>"
         ) + (
-            "\n" + moved_outside_note(deployed, ahead, config.cluster.kubernetes_version) if deployed and ahead else ""
+            "\n" + moved_outside_note(deployed, ahead, config.cluster.kubernetes_version)
+            if deployed and ahead and not renamed
+            else ""
         ), None
     hint = unread_hint(config.cluster.kubernetes_version, unread) if unread else None
     upgrade = compare(
@@ -312,6 +326,8 @@ def upgrade_summary(
     if not changes and upgrade.old_minor == upgrade.new_minor:
         return (render_moves(moves) if moves else None), old
     summary = render_upgrade(upgrade_report(upgrade)) + ("\n" + render_moves(moves) if moves else "")
+    if renamed:  # a new cluster, or the new name's cluster that exists already, which compare's note names
+        return summary, old
     if ahead is not None:
         summary += "\n" + moved_outside_note(upgrade.old_minor, ahead, upgrade.new_minor)
     elif upgrade.old_minor != upgrade.new_minor:
@@ -429,7 +445,7 @@ def announce_upgrade(
             if last.outputs and running is None and unread is not None and unset_minor(plan):
                 pulumi.log.warn(unchecked_minor_warning(plan, unread))
             return None
-    elif unset_minor(plan) and recorded_minor(previous) is None:
+    elif unset_minor(plan) and recorded_minor(previous) is None and not renamed_cluster(plan, previous):
         minor = plan.config.cluster.kubernetes_version
         if running is not None and running != minor:  # the minor the cluster runs stands in for the record's
             raise ConfigError(

@@ -70,7 +70,7 @@ class ClusterConfig(Model):
     """The CIDRs allowed to reach the public endpoint; only with endpointPublicAccess: true."""
     private_access_cidrs: list[str] = Field(default_factory=list)
     """The networks allowed to reach the private endpoint on port 443, such as a bastion's subnet or a VPN's range:
-    a rule each in the cluster security group. Without them only the cluster's nodes reach it."""
+    a rule each in the cluster security group, which the nodes carry too. Without them only the nodes reach it."""
     log_retention_days: int = Field(
         default=DEFAULT_CLUSTER_LOG_RETENTION_DAYS, json_schema_extra=reference(allowed=LOG_RETENTION_DAYS)
     )
@@ -137,6 +137,7 @@ class ClusterConfig(Model):
     @classmethod
     def _cidrs(cls, v: list[str]) -> list[str]:
         check([(f"[{i}]", why) for i, c in enumerate(v) if (why := cidr_problem(c))])
+        check([(f"[{i}]", f"{c} is listed twice; remove one") for i, c in enumerate(v) if c in v[:i]])
         return v
 
     @field_validator("admin_role_arns")

@@ -716,6 +716,11 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:cluster.privateAccessCidrs: empty while endpointPublicAccess is false", "a bastion's subnet"],
     ),
     (
+        "a private access CIDR listed twice",
+        setk("cluster", {"privateAccessCidrs": ["10.0.200.0/24", "10.0.200.0/24"]}),
+        ["eks-training:cluster.privateAccessCidrs[1]: 10.0.200.0/24 is listed twice; remove one"],
+    ),
+    (
         "a private access CIDR without its prefix",
         setk("cluster", {"privateAccessCidrs": ["10.0.200.7"]}),
         ["eks-training:cluster.privateAccessCidrs[0]: '10.0.200.7' has no prefix length"],

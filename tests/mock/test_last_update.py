@@ -694,3 +694,25 @@ def test_a_default_eks_raised_since_the_last_update_is_named_before_anything_cha
         "could not read the cluster's add-ons (AwsCallError: DescribeAddon failed: AccessDeniedException: no): a "
         "default EKS raised is not shown"
     ], program.warnings
+
+
+@pytest.mark.parametrize("runs", [None, PREVIOUS, NOW])
+def test_a_new_cluster_name_is_a_new_cluster_at_pulumi_up_and_names_one_that_has_the_name(
+    last_outputs, cluster_runs, runs: str | None
+) -> None:
+    """The record made eks-training-dev at SKIPPED, and the stack file renames the cluster at NOW: a new cluster, no
+    skipped minor. Preflight reads the cluster by the new name. Where one runs already (an earlier `pulumi up` of this
+    stack that failed, or another stack's), the summary names it, and no note asks for a refresh of the old one."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=SKIPPED, extendedSupport=True)
+    config = cluster_runs(runs) if runs else {**pinned(), P + "preflight": {"enabled": False}}
+    config[P + "clusterName"] = "dev-two"
+    program = run_program("dev", config=config, fresh=True)
+    assert program.error is None and program.registrations
+    (summary,) = program.warnings
+    minor = (
+        f"Kubernetes {PREVIOUS} -> {NOW}: the control plane first" if runs == PREVIOUS else f"Kubernetes {NOW}: the new"
+    )
+    assert minor in summary, summary
+    said = f"a cluster named dev-two already runs Kubernetes {runs}"
+    assert (said in summary) == (runs is not None), summary
+    assert "pulumi up --refresh" not in summary and "node groups: every group is made again" in summary, summary
