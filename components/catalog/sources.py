@@ -304,7 +304,7 @@ SOURCES: Mapping[str, Source] = {
     "eks-network-requirements": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html",
         shows="cluster subnets can't be in zone IDs use1-az3 (us-east-1), usw1-az2 (us-west-1), cac1-az3 "
-        "(ca-central-1)",
+        "(ca-central-1); the VPC must have DNS hostname and DNS resolution support, or nodes can't register",
     ),
     "vpc-cni-network-policy": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html",

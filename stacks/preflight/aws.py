@@ -111,6 +111,18 @@ class AwsClient:
             self._types[instance_type] = found[0]
         return self._types[instance_type]
 
+    def vpc_dns(self, vpc_id: str) -> tuple[bool, bool]:
+        """``DescribeVpcAttribute``: whether a VPC resolves DNS (``enableDnsSupport``) and gives its instances DNS
+        hostnames (``enableDnsHostnames``)."""
+        on = []
+        for attribute, field in (
+            ("enableDnsSupport", "EnableDnsSupport"),
+            ("enableDnsHostnames", "EnableDnsHostnames"),
+        ):
+            resp = self._call(self.ec2, "describe_vpc_attribute", VpcId=vpc_id, Attribute=attribute)
+            on.append(bool(resp.get(field, {}).get("Value")))
+        return on[0], on[1]
+
     def subnet(self, subnet_id: str) -> dict[str, Any]:
         """``DescribeSubnets`` for one subnet (cached)."""
         if subnet_id not in self._subnets:

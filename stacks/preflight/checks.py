@@ -174,6 +174,7 @@ def _vpc_zones(plan: Plan, zones: Optional[Sequence[Zone]], aws: AwsClient, find
         return resolved
     if cfg.existing_vpc is None:
         return []
+    _vpc_dns(cfg.existing_vpc.vpc_id, aws, findings)
     out: list[Zone] = []
     for i, sid in enumerate(cfg.existing_vpc.private_subnet_ids):
         k = key(f"existingVpc.privateSubnetIds[{i}]")
@@ -199,6 +200,34 @@ def _vpc_zones(plan: Plan, zones: Optional[Sequence[Zone]], aws: AwsClient, find
         if zone not in out:
             out.append(zone)
     return sorted(out)
+
+
+def _vpc_dns(vpc_id: str, aws: AwsClient, findings: list[Finding]) -> None:
+    """An existing VPC resolves DNS and names its instances: EKS's nodes cannot register with their cluster otherwise,
+    and the private endpoint's name resolves only so (source key ``eks-network-requirements``)."""
+    k = key("existingVpc.vpcId")
+    try:
+        support, hostnames = aws.vpc_dns(vpc_id)
+    except AwsCallError as exc:
+        findings.append(Finding(False, k, f"could not read the DNS attributes of {vpc_id} ({exc}) {SKIP_HINT}"))
+        return
+    attributes = (
+        ("enableDnsSupport", "--enable-dns-support", support),
+        ("enableDnsHostnames", "--enable-dns-hostnames", hostnames),
+    )
+    off = [(a, flag) for a, flag, on in attributes if not on]
+    if not off:
+        findings.append(Finding(True, k, f"{vpc_id} has DNS resolution and DNS hostnames on"))
+        return
+    commands = "; ".join(f"aws ec2 modify-vpc-attribute --vpc-id {vpc_id} {flag}" for _, flag in off)
+    findings.append(
+        Finding(
+            False,
+            k,
+            f"{vpc_id} has {' and '.join(a for a, _ in off)} off: EKS's nodes cannot register with the cluster without "
+            f"DNS resolution and DNS hostnames in its VPC; turn them on: {commands}",
+        )
+    )
 
 
 def _group_zones(

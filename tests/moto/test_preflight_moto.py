@@ -559,6 +559,26 @@ def test_existing_vpc_zones_come_from_its_subnets(proc: sup.MotoProcess) -> None
     assert not missing.ok and "InvalidSubnetID.NotFound" in missing.message
 
 
+def test_an_existing_vpc_without_dns_hostnames_fails_naming_the_command(proc: sup.MotoProcess) -> None:
+    """EKS's network requirements: the VPC resolves DNS and gives instances DNS hostnames, or nodes cannot register.
+    EC2 makes a VPC with hostnames off (moto too): preflight fails, naming the command; turned on, it passes."""
+    ec2 = session().client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.40.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=z)["Subnet"]["SubnetId"]
+        for z, cidr in (("us-east-1a", "10.40.0.0/20"), ("us-east-1b", "10.40.16.0/20"))
+    ]
+    cfg = load(stack({"cpu": group(["m5.xlarge"])}, existingVpc={"vpcId": vpc, "privateSubnetIds": subnets}))
+    off = one(run_preflight(cfg, None, session()), "eks-training:existingVpc.vpcId")
+    assert not off.ok and off.message == (
+        f"{vpc} has enableDnsHostnames off: EKS's nodes cannot register with the cluster without DNS resolution and "
+        f"DNS hostnames in its VPC; turn them on: aws ec2 modify-vpc-attribute --vpc-id {vpc} --enable-dns-hostnames"
+    ), off.message
+    ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
+    on = one(run_preflight(cfg, None, session()), "eks-training:existingVpc.vpcId")
+    assert on.ok and on.message == f"{vpc} has DNS resolution and DNS hostnames on", on.message
+
+
 # ------------------------------------------------------------------------------------------------
 # 2. vCPU quotas
 # ------------------------------------------------------------------------------------------------
