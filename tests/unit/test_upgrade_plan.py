@@ -3159,3 +3159,14 @@ def test_a_jobs_only_stacks_pinned_group_copy_is_not_refused_as_a_group_of_its_o
     new[P + "nodeGroups"]["gpu"]["diskSizeGib"] = 300
     u = compare(plan_of("vision", old), plan_of("vision", new))
     assert u.groups == () and u.notes == ()
+
+
+def test_a_renamed_cluster_is_told_from_the_record_whether_it_set_the_name_or_left_the_default() -> None:
+    """The record holds clusterName only where the stack file set it; otherwise the stack's default name stands."""
+    from stacks.last_update import renamed_cluster
+
+    named = plan_of("dev", {**preset("dev"), P + "clusterName": "vision"})
+    assert not renamed_cluster(named, {P + "clusterName": "vision"})
+    assert renamed_cluster(named, {P + "clusterName": "other"})
+    assert renamed_cluster(named, {})  # the record left it to the default, eks-training-dev
+    assert not renamed_cluster(plan_of("dev", preset("dev")), {})
