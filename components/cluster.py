@@ -20,7 +20,7 @@ from typing_extensions import NotRequired
 
 from components.addons import addon_version
 from components.args import checks_args
-from components.catalog import VPC_CNI_NETWORK_POLICY_CONFIG
+from components.catalog import HTTPS_PORT, VPC_CNI_NETWORK_POLICY_CONFIG
 from components.catalog.addons import configuration_settings
 from components.catalog.operations import NODE_MONITORING_ADDON, NODE_MONITORING_CONFIGURATION
 from components.conventions import DEFAULT_CLUSTER_LOG_RETENTION_DAYS
@@ -439,8 +439,8 @@ class TrainingCluster(pulumi.ComponentResource):
                 security_group_id=self.cluster.cluster_security_group_id,
                 cidr_ipv4=cidr,
                 ip_protocol="tcp",
-                from_port=443,
-                to_port=443,
+                from_port=HTTPS_PORT,
+                to_port=HTTPS_PORT,
                 description=f"Kubernetes API from {cidr}",
                 opts=pulumi.ResourceOptions(parent=self),
             )

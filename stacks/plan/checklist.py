@@ -186,7 +186,12 @@ def _network_checks(plan: Plan) -> list[tuple[str, str]]:
     if cfg.existing_vpc is not None:
         vpc = cfg.existing_vpc.vpc_id
         return (
-            [(key("existingVpc.vpcId"), f"{vpc} has DNS resolution and DNS hostnames on (nodes register by them)")]
+            [
+                (
+                    key("existingVpc.vpcId"),
+                    f"{vpc} has DNS resolution and DNS hostnames on (nodes cannot register without them)",
+                )
+            ]
             + [
                 (key(f"existingVpc.privateSubnetIds[{i}]"), f"{sid} is a subnet of {vpc} in the region")
                 for i, sid in enumerate(cfg.existing_vpc.private_subnet_ids)

@@ -286,7 +286,7 @@ def _renamed_onto(old_plan: Plan, new_plan: Plan, running: Optional[str]) -> str
     failed after making it left it in the stack's state, so this one updates it; another stack's makes EKS refuse
     the name."""
     a, b = old_plan.config, new_plan.config
-    if running is None or a.jobs_only or b.jobs_only or a.cluster_name == b.cluster_name:
+    if running is None or a.jobs_only or b.jobs_only or same_cluster(a, b):
         return ""
     return (
         f"{key('clusterName')} {a.cluster_name} -> {b.cluster_name}: a cluster named {b.cluster_name} already runs "
@@ -297,7 +297,7 @@ def _renamed_onto(old_plan: Plan, new_plan: Plan, running: Optional[str]) -> str
 def _renamed_onto_problems(old_plan: Plan, new_plan: Plan, running: Optional[str]) -> list[str]:
     """A new name's existing cluster (:func:`_renamed_onto`) at a minor this update cannot reach in one step."""
     said, minor = _renamed_onto(old_plan, new_plan, running), new_plan.config.cluster.kubernetes_version
-    if not said or minor_step(running or minor, minor) not in ("skip", "down"):
+    if not said or minor_step(str(running), minor) not in ("skip", "down"):
         return []
     return [
         f"{said}, and {VERSION_KEY} {minor} is neither that minor nor the next. If an earlier `pulumi up` of this "
