@@ -55,6 +55,7 @@ from components.catalog.fsx import (
 )
 from components.catalog.instances import ENI_MAX_PODS, INSTANCE_TYPES, Catalog, InstanceType
 from components.catalog.network import (
+    AMAZON_DNS,
     CLUSTER_DNS_NAMESPACE,
     CLUSTER_DNS_POD_LABELS,
     DNS_PORT,
@@ -120,6 +121,7 @@ __all__ = [
     "ENI_MAX_PODS",
     "EFA_PREALLOCATED_HUGEPAGES_2MI",
     "accelerator_label_value",
+    "AMAZON_DNS",
     "AMI_TYPES",
     "AUTOSCALER_GPU_LABEL",
     "AllReduceReference",

@@ -1,6 +1,7 @@
 """In-cluster network facts the training namespace's NetworkPolicies are written against: where cluster DNS,
 the EKS Pod Identity Agent and the instance metadata service are, which label names a namespace, and how
-the VPC CNI's policy engine treats Services and the node (each with its source key)."""
+the VPC CNI's policy engine treats Services and the node, and what a VPC's DNS must offer the API endpoint
+(each with its source key)."""
 
 from typing import Mapping
 
@@ -28,6 +29,10 @@ INSTANCE_METADATA_IPV4 = "169.254.169.254"
 #: HTTPS: AWS APIs (S3, ECR, STS, EKS Auth), public dataset hosts and the Kubernetes API server (the
 #: ``kubernetes`` Service's port, served by the control plane's ENIs in the VPC).
 HTTPS_PORT = 443
+
+#: The name a VPC's DHCP options set gives the Amazon-provided DNS server. The cluster's private endpoint resolves
+#: only if the VPC's ``domain-name-servers`` include it (source key ``eks-cluster-endpoint``).
+AMAZON_DNS = "AmazonProvidedDNS"
 
 #: The private blocks an EKS cluster's Kubernetes service range (``serviceIpv4Cidr``) must lie in, and the prefix
 #: lengths EKS takes for it, /12 to /24 (source key ``eks-kubernetes-network-config``).

@@ -306,6 +306,12 @@ SOURCES: Mapping[str, Source] = {
         shows="cluster subnets can't be in zone IDs use1-az3 (us-east-1), usw1-az2 (us-west-1), cac1-az3 "
         "(ca-central-1); the VPC must have DNS hostname and DNS resolution support, or nodes can't register",
     ),
+    "eks-cluster-endpoint": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html",
+        shows="for the private endpoint's private hosted zone to route traffic to the API server, the VPC must have "
+        "enableDnsHostnames and enableDnsSupport set to true, and its DHCP options set must include AmazonProvidedDNS "
+        "in its domain name servers list",
+    ),
     "vpc-cni-network-policy": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html",
         shows='the vpc-cni add-on enforces NetworkPolicy with configuration values {"enableNetworkPolicy": "true"} (>= '

@@ -189,7 +189,8 @@ def _network_checks(plan: Plan) -> list[tuple[str, str]]:
             [
                 (
                     key("existingVpc.vpcId"),
-                    f"{vpc} has DNS resolution and DNS hostnames on (nodes cannot register without them)",
+                    f"{vpc} has DNS resolution and DNS hostnames on (nodes cannot register without them), and its "
+                    "DHCP options use the Amazon-provided DNS server (the private endpoint resolves only through it)",
                 )
             ]
             + [

@@ -6,7 +6,7 @@ from typing import Any, Optional, Sequence
 
 import boto3
 
-from components.catalog import MAX_SPOT_DISCOUNT, QUOTA_NAMES, VCPU_QUOTAS
+from components.catalog import AMAZON_DNS, MAX_SPOT_DISCOUNT, QUOTA_NAMES, VCPU_QUOTAS
 from stacks.config import ConfigError, key
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.checklist import quota_needs, type_key
@@ -218,6 +218,7 @@ def _vpc_dns(vpc_id: str, aws: AwsClient, findings: list[Finding]) -> None:
     off = [(a, flag) for a, flag, on in attributes if not on]
     if not off:
         findings.append(Finding(True, k, f"{vpc_id} has DNS resolution and DNS hostnames on"))
+        _vpc_name_servers(vpc_id, aws, findings)
         return
     commands = "; ".join(f"aws ec2 modify-vpc-attribute --vpc-id {vpc_id} {flag}" for _, flag in off)
     findings.append(
@@ -226,6 +227,31 @@ def _vpc_dns(vpc_id: str, aws: AwsClient, findings: list[Finding]) -> None:
             k,
             f"{vpc_id} has {' and '.join(a for a, _ in off)} off: EKS's nodes cannot register with the cluster without "
             f"DNS resolution and DNS hostnames in its VPC; turn them on: {commands}",
+        )
+    )
+
+
+def _vpc_name_servers(vpc_id: str, aws: AwsClient, findings: list[Finding]) -> None:
+    """An existing VPC's DHCP options set names the Amazon-provided DNS server: the private endpoint's name resolves
+    only through it (source key ``eks-cluster-endpoint``)."""
+    k = key("existingVpc.vpcId")
+    try:
+        servers = aws.vpc_name_servers(vpc_id)
+    except AwsCallError as exc:
+        findings.append(Finding(False, k, f"could not read the DHCP options of {vpc_id} ({exc}) {SKIP_HINT}"))
+        return
+    if servers is None or AMAZON_DNS in servers:
+        findings.append(Finding(True, k, f"{vpc_id}'s DHCP options use the Amazon-provided DNS server"))
+        return
+    listed = ", ".join(servers) if servers else "no DNS server"
+    findings.append(
+        Finding(
+            False,
+            k,
+            f"{vpc_id}'s DHCP options set lists {listed}, not {AMAZON_DNS}: nodes could not resolve the cluster's "
+            f"private endpoint, whose name EKS keeps in a private zone of the VPC; associate a DHCP options set whose "
+            f"domain-name-servers include {AMAZON_DNS} (aws ec2 create-dhcp-options, then aws ec2 "
+            f"associate-dhcp-options --vpc-id {vpc_id} --dhcp-options-id <its id>)",
         )
     )
 

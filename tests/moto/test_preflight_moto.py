@@ -575,8 +575,43 @@ def test_an_existing_vpc_without_dns_hostnames_fails_naming_the_command(proc: su
         f"DNS hostnames in its VPC; turn them on: aws ec2 modify-vpc-attribute --vpc-id {vpc} --enable-dns-hostnames"
     ), off.message
     ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
-    on = one(run_preflight(cfg, None, session()), "eks-training:existingVpc.vpcId")
+    on = about(run_preflight(cfg, None, session()), "eks-training:existingVpc.vpcId", "DNS hostnames")
     assert on.ok and on.message == f"{vpc} has DNS resolution and DNS hostnames on", on.message
+
+
+def test_an_existing_vpc_whose_dhcp_options_lack_amazon_dns_fails_naming_the_fix(proc: sup.MotoProcess) -> None:
+    """EKS's cluster endpoint page: the private endpoint's name resolves only if the VPC's DHCP options set includes
+    AmazonProvidedDNS. A set of the VPC's own servers fails, naming the commands; EC2's default set, or a set that
+    lists AmazonProvidedDNS beside them, passes."""
+    ec2 = session().client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.41.0.0/16")["Vpc"]["VpcId"]
+    ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=z)["Subnet"]["SubnetId"]
+        for z, cidr in (("us-east-1a", "10.41.0.0/20"), ("us-east-1b", "10.41.16.0/20"))
+    ]
+    cfg = load(stack({"cpu": group(["m5.xlarge"])}, existingVpc={"vpcId": vpc, "privateSubnetIds": subnets}))
+
+    def dhcp() -> Finding:
+        return about(run_preflight(cfg, None, session()), "eks-training:existingVpc.vpcId", "DHCP options")
+
+    assert dhcp().ok, "a new VPC's default DHCP options name the Amazon-provided DNS server"
+
+    def associate(*servers: str) -> None:
+        options = ec2.create_dhcp_options(DhcpConfigurations=[{"Key": "domain-name-servers", "Values": list(servers)}])[
+            "DhcpOptions"
+        ]["DhcpOptionsId"]
+        ec2.associate_dhcp_options(DhcpOptionsId=options, VpcId=vpc)
+
+    associate("10.41.0.10", "10.41.0.11")
+    own = dhcp()
+    assert not own.ok and own.message.startswith(
+        f"{vpc}'s DHCP options set lists 10.41.0.10, 10.41.0.11, not AmazonProvidedDNS: nodes could not resolve"
+    ), own.message
+    assert f"aws ec2 associate-dhcp-options --vpc-id {vpc} --dhcp-options-id <its id>" in own.message, own.message
+    associate("10.41.0.10", "AmazonProvidedDNS")
+    beside = dhcp()
+    assert beside.ok and beside.message == f"{vpc}'s DHCP options use the Amazon-provided DNS server", beside.message
 
 
 # ------------------------------------------------------------------------------------------------
