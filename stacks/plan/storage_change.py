@@ -222,9 +222,10 @@ def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
         # every resource's name starts with clusterName (stacks/environment.py)
         made = ["the cluster, its nodes and jobs"] + ["the VPC"] * (new.network is not None)
         made += ["the file system"] * (a.file_system_id is None)
+        kept = [t for t in old.teams if t in new.teams]  # a removed team's note is its own (_removed_team_notes)
         found.append(
             f"{key('clusterName')} {old.cluster_name} -> {new.cluster_name}: every resource of the stack is "
-            f"replaced under the new name ({', '.join(made)}){gone}"
+            f"replaced under the new name ({', '.join(made)}){gone}" + _teams_lose_their_cluster(kept, again=True)
         )
     elif a.backend != b.backend:
         found.append(f"{key('storage.backend')} {a.backend} -> {b.backend}: a new, empty file system{gone}")
@@ -272,12 +273,11 @@ def _jobs_only_moves(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
         old = old_plan.config
         made = ["the cluster, its nodes"] + ["the VPC"] * (old.network is not None)
         made += ["the file system"] * (old.storage.file_system_id is None) + ["Kueue"]
-        teams = f"; the teams' jobs-only stacks ({', '.join(old.teams)}) lose their cluster" if old.teams else ""
         return (
             f"{key('cluster.stackReference')} unset -> {b.stack_reference}: the stack becomes a jobs-only stack and "
             f"deletes what it made ({', '.join(made)}); its jobs move to that stack's cluster"
             + _deleted(old.storage, bucket=old.storage.makes_data_bucket)
-            + teams,
+            + _teams_lose_their_cluster(list(old.teams), again=False),
         )
     if a.stack_reference != b.stack_reference:
         return (
@@ -290,6 +290,19 @@ def _jobs_only_moves(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
             f"folder of its own on the shared file system), and are deleted from team {a.team}'s",
         )
     return ()
+
+
+def _teams_lose_their_cluster(teams: list[str], *, again: bool) -> str:
+    """What a deleted cluster means for the teams' jobs-only stacks: their objects go with it, and a stack whose
+    cluster is gone cannot be destroyed cleanly (docs/how-to/teams.md); ``again``: a cluster under a new name takes
+    them after the update."""
+    if not teams:
+        return ""
+    after = ", and `pulumi up` on them after" if again else ""
+    return (
+        f"; the teams' jobs-only stacks ({', '.join(teams)}) lose their cluster: run `pulumi destroy` on them "
+        f"first{after} (a destroy cannot reach a cluster that is gone)"
+    )
 
 
 def new_data_is_empty(old_plan: Plan, new_plan: Plan) -> bool:

@@ -1735,14 +1735,23 @@ def test_a_narrower_public_endpoint_says_where_the_api_stays_reachable(cluster: 
 
 def test_a_stack_that_becomes_jobs_only_or_makes_its_own_cluster_says_what_it_deletes_or_makes() -> None:
     """A cluster stack's file turned into a jobs-only one deletes the cluster, VPC, file system and Kueue it made; a
-    jobs-only stack turned into a cluster stack makes them, with a new, empty file system: each is a data: line."""
+    jobs-only stack turned into a cluster stack makes them, with a new, empty file system: each is a data: line. The
+    teams' stacks are told to be destroyed first, there and where the cluster is made again under a new name."""
     shared = load_yaml((REPO / "examples" / "teams" / "Pulumi.shared.yaml").read_text())["config"]
     (line,) = compare(plan_of("vision", shared), plan_of("vision", _vision())).data
     assert line.startswith(
         "eks-training:cluster.stackReference unset -> organization/eks-training/shared: the stack becomes a jobs-only "
         "stack and deletes what it made (the cluster, its nodes, the VPC, the file system, Kueue)"
     ), line
-    assert line.endswith("; the teams' jobs-only stacks (vision, nlp) lose their cluster"), line
+    assert line.endswith(
+        "; the teams' jobs-only stacks (vision, nlp) lose their cluster: run `pulumi destroy` on them first (a destroy "
+        "cannot reach a cluster that is gone)"
+    ), line
+    (renamed,) = compare(plan_of("shared", shared), plan_of("shared", {**shared, P + "clusterName": "shared-two"})).data
+    assert renamed.endswith(
+        "; the teams' jobs-only stacks (vision, nlp) lose their cluster: run `pulumi destroy` on them first, and "
+        "`pulumi up` on them after (a destroy cannot reach a cluster that is gone)"
+    ), renamed
     u = compare(plan_of("vision", _vision()), plan_of("vision", shared))
     assert u.data == (
         "eks-training:cluster.stackReference organization/eks-training/shared -> unset: the stack makes a cluster of "
