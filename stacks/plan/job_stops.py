@@ -9,7 +9,7 @@ from stacks.config import key
 from stacks.kinds import KINDS
 from stacks.plan import Plan
 from stacks.plan.admission import group_network
-from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
+from stacks.plan.nodes import EVICTION_LIMIT_MINUTES, NODE_SHUTDOWN_GRACE_S, node_shutdown_grace_s
 from stacks.plan.queues import PODS_READY_TIMEOUT_S
 
 
@@ -48,6 +48,9 @@ class JobStop:
     replaced, not when the group goes."""
     grace_s: int = 0
     """Its pods' grace period after SIGTERM (``stopGracePeriodSeconds``)."""
+    shutdown_grace_s: int = NODE_SHUTDOWN_GRACE_S
+    """The most its pods get after SIGTERM when their node shuts down (:func:`~stacks.plan.nodes.node_shutdown_grace_s`
+    of the old configuration's minor)."""
 
     def _past_limit(self) -> str:
         """The clause that says the roll fails the job, when it uses more retries than the job has."""
@@ -56,6 +59,17 @@ class JobStop:
         return (
             f"; the roll's {self.failures} failure(s) are more than the {self.limit} it tolerates, so the job fails: "
             f"set the group's updateStrategy to whenIdle, or raise {key(f'jobs.{self.name}.maxRestarts')}"
+        )
+
+    def _past_eviction_limit(self) -> str:
+        """The clause that says a pod's grace period outlasts the time EKS gives it to leave its node: a terminating
+        pod is still on the node, so the group's update fails (source key ``eks-managed-node-update``)."""
+        if self.grace_s <= EVICTION_LIMIT_MINUTES * 60:
+            return ""
+        return (
+            f"; its stopGracePeriodSeconds ({self.grace_s}) is longer than the {EVICTION_LIMIT_MINUTES} minutes EKS "
+            "gives a pod to leave its node: a pod still stopping then fails the group's update (PodEvictionFailure); "
+            f"lower {key(f'jobs.{self.name}.stopGracePeriodSeconds')}, or set the group's updateStrategy to whenIdle"
         )
 
     @property
@@ -94,7 +108,7 @@ class JobStop:
         )
         if self.effect:
             stop += f"; {self.effect}"
-        stop += self._past_limit()
+        stop += self._past_limit() + self._past_eviction_limit()
         if self.topology:
             # Kueue v0.19.1 evicts a topology-placed job whose failed node it finds no replacement for at once
             # (TASFailedNodeReplacementFailFast, on by default: source key ``kueue-tas-node-failure``)
@@ -170,6 +184,7 @@ def job_stops(
                 replaced=kind.job_object.kind if strategy == "delete" and name in replaced else "",
                 topology=topology,
                 grace_s=job.config.stop_grace_period_seconds,
+                shutdown_grace_s=node_shutdown_grace_s(old_plan.config.cluster.kubernetes_version),
             )
         )
     return tuple(out)

@@ -13,7 +13,7 @@ from stacks.plan import Plan
 from stacks.plan.job_changes import NEW_DATA_RERUN
 from stacks.plan.job_stops import JobStop
 from stacks.plan.minors import unpinned_note, unset_minor
-from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S, NODE_SHUTDOWN_GRACE_S
+from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S, GRACEFUL_SHUTDOWN_FROM
 from stacks.plan.old_config import plan_old
 from stacks.plan.upgrade import GROUP_DELETION_MINUTES, Upgrade, compare
 from stacks.stackfile import (
@@ -122,12 +122,18 @@ def _stop_text(j: JobStop) -> str:
         )
     if j.strategy == "delete" and not (j.launcher or j.rendezvous):
         stop = f"stopped: all {j.pods} pod(s) go with the old group's nodes"
-        if j.grace_s > NODE_SHUTDOWN_GRACE_S:
+        if j.grace_s > j.shutdown_grace_s:
             # EKS drains through evictions, which the job's budget holds back; the node then shuts down
+            gets = (
+                f"gets at most {j.shutdown_grace_s} s to stop: a stop checkpoint past that"
+                if j.shutdown_grace_s
+                else f"is not waited for (EKS's nodes wait for pods from Kubernetes {GRACEFUL_SHUTDOWN_FROM}): its "
+                "stop checkpoint"
+            )
             stop += (
                 f"; EKS evicts them as their budget allows, then terminates a node still draining after "
-                f"{DELETE_DRAIN_LIMIT_S // 60} minutes, and a pod still on it gets at most {NODE_SHUTDOWN_GRACE_S} s "
-                f"to stop: a stop checkpoint past that is cut short (its stopGracePeriodSeconds is {j.grace_s})"
+                f"{DELETE_DRAIN_LIMIT_S // 60} minutes, and a pod still on it {gets} is cut short (its "
+                f"stopGracePeriodSeconds is {j.grace_s})"
             )
         return stop
     return j.what

@@ -238,7 +238,8 @@ def test_a_replaced_or_whenidle_system_group_moves_etcd_and_the_mpi_launchers() 
 def test_a_deleted_group_says_a_stop_past_the_nodes_shutdown_is_cut_short() -> None:
     """EKS deletes a group's nodes through evictions, which the job's budget holds back, and terminates a node still
     draining after 5 minutes (its delete-managed-node-group page); a pod still there gets the kubelet's graceful
-    shutdown, at most 120 s on EKS's AL2023 nodes (amazon-eks-ami#2390): a longer grace period may be cut short."""
+    shutdown, at most 120 s on EKS's AL2023 nodes from 1.34 and none before (amazon-eks-ami#2390): a longer grace
+    period may be cut short."""
     old = preset("g6")
     old[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 300
     new = copy.deepcopy(old)
@@ -251,6 +252,35 @@ def test_a_deleted_group_says_a_stop_past_the_nodes_shutdown_is_cut_short() -> N
     old[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 120
     new[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 120
     assert "cut short" not in render_upgrade(upgrade_report(compare(plan_of("g6", old), plan_of("g6", new))))
+    # before 1.34 EKS's AMIs leave the kubelet's graceful shutdown off: a pod still there is not waited for at all
+    at_1_33 = {"kubernetesVersion": "1.33", "extendedSupport": True}
+    below = {**old, P + "cluster": {**(old.get(P + "cluster") or {}), **at_1_33}}
+    later = {**new, P + "cluster": {**(new.get(P + "cluster") or {}), **at_1_33}}
+    text = render_upgrade(upgrade_report(compare(plan_of("g6", below), plan_of("g6", later))))
+    assert (
+        "and a pod still on it is not waited for (EKS's nodes wait for pods from Kubernetes 1.34): its stop "
+        "checkpoint is cut short (its stopGracePeriodSeconds is 120)" in text
+    ), text
+
+
+def test_a_rolling_group_says_a_grace_period_past_the_eviction_limit_fails_its_update() -> None:
+    """EKS gives a drained pod 15 minutes to leave its node, and a pod still stopping is still on it (the
+    managed-node-update-behavior page): a grace period past that fails the group's roll, the job's key named."""
+    old = preset("g6")
+    old[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 1200
+    new = copy.deepcopy(old)
+    new[P + "nodeGroups"]["gpu"]["diskSizeGib"] = old[P + "nodeGroups"]["gpu"].get("diskSizeGib", 100) + 50
+    (gpu,) = [g for g in compare(plan_of("g6", old), plan_of("g6", new)).groups if g.path == "nodeGroups.gpu"]
+    assert gpu.action == "roll" and gpu.strategy == "rolling", gpu
+    (train,) = gpu.jobs
+    assert (
+        "; its stopGracePeriodSeconds (1200) is longer than the 15 minutes EKS gives a pod to leave its node: a pod "
+        "still stopping then fails the group's update (PodEvictionFailure); lower "
+        "eks-training:jobs.train.stopGracePeriodSeconds, or set the group's updateStrategy to whenIdle" in train.what
+    ), train.what
+    old[P + "jobs"]["train"]["stopGracePeriodSeconds"] = new[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 900
+    (gpu,) = [g for g in compare(plan_of("g6", old), plan_of("g6", new)).groups if g.path == "nodeGroups.gpu"]
+    assert "PodEvictionFailure" not in gpu.jobs[0].what, gpu.jobs[0].what
 
 
 def test_skipping_a_minor_is_refused_with_the_steps() -> None:
