@@ -31,11 +31,13 @@ from stacks.plan.minors import (
     VERSION_KEY,
     leaves_minor_unset,
     moved_default_problem,
+    step_problems,
     unset_minor,
     with_minor,
 )
 from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.nodes import RELEASE_SUFFIX
+from stacks.plan.program import PROGRAM_KEY, program_changed, program_digest
 from stacks.plan.region_change import in_region, region_of, region_problem
 from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
@@ -99,11 +101,11 @@ def versions_output(
     releases: Optional[Mapping[str, pulumi.Input[str]]] = None,
     flavors: Optional[Mapping[str, pulumi.Input[Any]]] = None,
 ) -> pulumi.Output[dict[str, str]]:
-    """The versions this update installs (:func:`installed_versions`), the AMI release each node group runs as EKS
-    reports it (``releases``, by the group's config path; :data:`~stacks.plan.nodes.RELEASE_SUFFIX`) and each Kueue
-    flavor's spec as the cluster holds it (``flavors``, by its group's config path; :data:`FLAVOR_SUFFIX`; never the
-    plan's), which the next update reads back; resolved only once ``finished``, the releases and the flavors are,
-    as :func:`configuration_output`."""
+    """The program that made this update (:func:`~stacks.plan.program.program_digest`), the versions it installs
+    (:func:`installed_versions`), the AMI release each node group runs as EKS reports it (``releases``, by the
+    group's config path; :data:`~stacks.plan.nodes.RELEASE_SUFFIX`) and each Kueue flavor's spec as the cluster holds
+    it (``flavors``, by its group's config path; :data:`FLAVOR_SUFFIX`; never the plan's), which the next update reads
+    back; resolved only once ``finished``, the releases and the flavors are, as :func:`configuration_output`."""
     planned = {k: v for k, v in installed_versions(plan).items() if not k.endswith(FLAVOR_SUFFIX)}
     paths, groups = list(releases or {}), list(flavors or {})
     values = [*((releases or {})[p] for p in paths), *((flavors or {})[g] for g in groups)]
@@ -112,6 +114,7 @@ def versions_output(
         ran, specs = resolved[1 : 1 + len(paths)], resolved[1 + len(paths) :]
         applied = {g + FLAVOR_SUFFIX: spec_record(s) for g, s in zip(groups, specs)}
         return {
+            PROGRAM_KEY: program_digest(),
             **planned,
             **{p + RELEASE_SUFFIX: str(r) for p, r in zip(paths, ran) if r},
             **{k: v for k, v in applied.items() if v is not None},
@@ -298,10 +301,20 @@ def upgrade_summary(
     except ConfigError as exc:
         if region is not None and zones is not None and (problems := deployed_zone_problems(plan, region, zones)):
             raise ConfigError(problems) from None
+        # the minor's step reads the record's raw minor: a skip or a downgrade is refused, loaded or not
+        current, cluster = ahead or deployed, config.cluster
+        if current is not None and not renamed:
+            problems = step_problems(
+                current, cluster.kubernetes_version, outside=bool(ahead), extended=cluster.extended_support
+            )
+            if problems:
+                raise ConfigError(problems) from None
         return (
             f"{LAST_UPDATE} does not load with this version of the project, so what this update rolls is not shown "
-            f"({exc}). Compare by hand: python -m stacks plan --stack {config.stack} --from <the revision of its "
-            "stack file that was deployed>"
+            f"({exc}). The Kubernetes minor's step is still checked, but not the node groups' kubelets and AMI "
+            "releases, the Kueue flavors or the add-ons' steps: read `pulumi preview --diff` before you confirm. "
+            f"python -m stacks plan --stack {config.stack} --from <the revision of its stack file that was deployed> "
+            "shows the summary where that file loads"
         ) + (
             "\n" + moved_outside_note(deployed, ahead, config.cluster.kubernetes_version)
             if deployed and ahead and not renamed
@@ -325,7 +338,9 @@ def upgrade_summary(
     moves = version_moves(versions, old, plan, said={a.name for a in upgrade.addons})
     if not changes and upgrade.old_minor == upgrade.new_minor:
         return (render_moves(moves) if moves else None), old
-    summary = render_upgrade(upgrade_report(upgrade)) + ("\n" + render_moves(moves) if moves else "")
+    report = upgrade_report(upgrade)
+    report["programChanged"] = program_changed(versions)
+    summary = render_upgrade(report) + ("\n" + render_moves(moves) if moves else "")
     if renamed:  # a new cluster, or the new name's cluster that exists already, which compare's note names
         return summary, old
     if ahead is not None:

@@ -197,7 +197,8 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
       provider's, less its credentials; the Kubernetes minor it deployed where the settings leave it unset), a secret,
       recorded once the other outputs are and everything ``deployedVersions`` names is installed: the next
       ``pulumi up`` reads it back to say what it rolls (:mod:`stacks.last_update`).
-    - ``deployedVersions``: what this update installed beside the jobs (EKS add-ons, Kueue, the device plugins, the
+    - ``deployedVersions``: a digest of the program that made this update (``program``), what it installed beside
+      the jobs (EKS add-ons, Kueue, the device plugins, the
       cluster autoscaler, the MPI Operator, etcd), at the versions this version of the project pins, by name, the
       build of each image the jobs run (``images.<variant>.build``), a digest of each node group's launch template
       (``<group path>.launchTemplate``), the AMI release it runs as EKS reports it (``<group path>.releaseVersion``)

@@ -105,34 +105,13 @@ def minor_problems(
     if running is not None and minor_number(running) <= minor_number(deployed):
         running = None
     a = running or deployed
-    (amaj, amin), (bmaj, bmin) = minor_number(a), minor_number(b)
+    bmaj, bmin = minor_number(b)
     if a != b and unset_minor(new):
         return [moved_default_problem(a, b, outside=running is not None, compared=compared)]
-    if running is not None and minor_step(a, b) == "down":
-        return [
-            f"{VERSION_KEY}: {b} is older than the {a} the cluster runs: an earlier `pulumi up` that failed moved "
-            f"it, or EKS did (it upgrades a cluster itself at the end of standard or extended support), and `pulumi "
-            f"up` never moves a cluster down. Set it to '{a}' and run `pulumi up --refresh` (the refresh reads that "
-            f"minor into Pulumi's state)"
-        ]
+    extended = new.config.cluster.extended_support
+    problems = step_problems(a, b, outside=running is not None, extended=extended, unread=unread)
     if minor_step(a, b) == "down":
-        return [
-            f"{VERSION_KEY}: {b} is older than the running {a}; `pulumi up` never moves a cluster down a minor (its "
-            f"nodes run {a}, and a kubelet newer than the API server is outside Kubernetes' skew): set it back to {a}; "
-            f"to run {b}, create a new stack at {b} and move the jobs there"
-        ]
-    problems = []
-    if minor_step(a, b) == "skip":
-        steps = [f"{amaj}.{m}" for m in range(amin + 1, bmin + 1)] if bmaj == amaj else [b]
-        known = [s for s in steps if s in SUPPORTED_KUBERNETES_VERSIONS]
-        chain = " -> ".join([a, *known])
-        problems.append(
-            f"{VERSION_KEY}: {a} -> {b} skips {len(steps) - 1} minor(s); EKS updates the control plane one minor at a "
-            f"time, and node groups follow it: set {steps[0]}, run `pulumi up`, and repeat for each minor ({chain}), "
-            "one minor per `pulumi up`"
-            + ("" if new.config.cluster.extended_support else _extended_needed(known[:-1]))
-            + (f". {unread}" if unread else "")
-        )
+        return problems
     for g in new.all_groups:
         was = next((o for o in old.all_groups if o.name == g.name), None)
         if was is None:
@@ -144,6 +123,39 @@ def minor_problems(
         elif minor_step(a, b) == "up" and recorded_behind(was, a, recorded):
             problems.append(behind_problem(was, kubelet, a, b, recorded))
     return problems
+
+
+def step_problems(a: str, b: str, *, outside: bool, extended: bool, unread: Optional[str] = None) -> list[str]:
+    """Why a control plane at ``a`` cannot move to ``b``: down a minor, or past the next one (EKS moves it one minor
+    at a time). ``outside``: ``a`` is the minor it runs, past the last update's record; ``extended``: the stack opts
+    in to extended support; ``unread``: why EKS was not asked the minor it runs, added to a skip's refusal."""
+    (amaj, amin), (bmaj, bmin) = minor_number(a), minor_number(b)
+    step = minor_step(a, b)
+    if step == "down" and outside:
+        return [
+            f"{VERSION_KEY}: {b} is older than the {a} the cluster runs: an earlier `pulumi up` that failed moved "
+            f"it, or EKS did (it upgrades a cluster itself at the end of standard or extended support), and `pulumi "
+            f"up` never moves a cluster down. Set it to '{a}' and run `pulumi up --refresh` (the refresh reads that "
+            f"minor into Pulumi's state)"
+        ]
+    if step == "down":
+        return [
+            f"{VERSION_KEY}: {b} is older than the running {a}; `pulumi up` never moves a cluster down a minor (its "
+            f"nodes run {a}, and a kubelet newer than the API server is outside Kubernetes' skew): set it back to {a}; "
+            f"to run {b}, create a new stack at {b} and move the jobs there"
+        ]
+    if step != "skip":
+        return []
+    steps = [f"{amaj}.{m}" for m in range(amin + 1, bmin + 1)] if bmaj == amaj else [b]
+    known = [s for s in steps if s in SUPPORTED_KUBERNETES_VERSIONS]
+    chain = " -> ".join([a, *known])
+    return [
+        f"{VERSION_KEY}: {a} -> {b} skips {len(steps) - 1} minor(s); EKS updates the control plane one minor at a "
+        f"time, and node groups follow it: set {steps[0]}, run `pulumi up`, and repeat for each minor ({chain}), "
+        "one minor per `pulumi up`"
+        + ("" if extended else _extended_needed(known[:-1]))
+        + (f". {unread}" if unread else "")
+    ]
 
 
 def recorded_behind(g: NodeGroupPlan, cluster_minor: str, recorded: Optional[Mapping[str, object]]) -> bool:

@@ -191,8 +191,9 @@ def _eks_strategy(g: dict[str, Any]) -> str:
 
 
 def _only_file(r: dict[str, Any]) -> str:
-    """What follows a "none ..." line where the comparison sees the stack file's changes only (``projectChanged``)."""
-    return " for the stack file's changes" if r.get("projectChanged") else ""
+    """What follows a "none ..." line where the comparison sees the stack file's changes only (``projectChanged``,
+    ``programChanged``)."""
+    return " for the stack file's changes" if r.get("projectChanged") or r.get("programChanged") else ""
 
 
 def _version(v: Optional[str], minor: str) -> str:
@@ -202,12 +203,18 @@ def _version(v: Optional[str], minor: str) -> str:
 def render_upgrade(r: dict[str, Any]) -> str:
     """The comparison as text: the cluster's part (:func:`_cluster_lines`), then the jobs', then the notes.
     ``projectChanged``: ``--from`` names a revision of another version of this project, whose own changes this
-    comparison cannot see (:func:`~stacks.plan.old_config.project_changed`)."""
+    comparison cannot see (:func:`~stacks.plan.old_config.project_changed`); ``programChanged``: another version of
+    the program made the last update (:func:`~stacks.plan.program.program_changed`)."""
     lines = [f"upgrade from {r['from']}:"]
     if r.get("projectChanged"):
         lines.append(
             "  the stack file's changes only, and its image and code folders': this project's other changes since "
             "then do not show (a note says where they do)"
+        )
+    elif r.get("programChanged"):
+        lines.append(
+            "  another version of this project made the last update: its own changes to the stack's objects, such as "
+            "a Job's pod template, do not show here; the preview's list of changes does (a replaced Job shows +-)"
         )
     if r.get("jobsOnly"):
         lines.append(

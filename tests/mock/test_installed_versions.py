@@ -20,6 +20,7 @@ from stacks.plan.flavor_change import FLAVOR_SUFFIX
 from stacks.plan.installs import EKS_DEFAULT, installed_versions, render_moves, version_moves
 from stacks.plan.job_changes import BUILD_SUFFIX
 from stacks.plan.nodes import RELEASE_SUFFIX
+from stacks.plan.program import PROGRAM_KEY, program_digest
 from stacks.plan.templates import TEMPLATE_SUFFIX, launch_template, template_digest
 from tests.harness import JOB_OBJECT_TYPES, PROJECT, REPO, Registration, run_program, stack_config, stack_names
 from tests.last_update_support import NOW, PREVIOUS, P, deployed, pinned
@@ -156,6 +157,8 @@ def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> N
         assert recorded is None  # a jobs-only stack installs none of them
         return
     assert last_update.VERSIONS_OUTPUT not in program.secret_outputs  # `pulumi stack output` shows it
+    recorded = dict(recorded)
+    assert recorded.pop(PROGRAM_KEY) == program_digest()  # the program that made the update, beside what it installs
     registered = {
         **_registered_versions(program),
         **_registered_templates(program, stack),

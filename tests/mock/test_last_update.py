@@ -18,6 +18,7 @@ from stacks.config import ConfigError, load_config
 from stacks.config import cluster as config_cluster
 from stacks.mocked import ORGANIZATION
 from stacks.plan import build_plan
+from stacks.plan.program import PROGRAM_KEY, program_digest
 from stacks.plan.upgrade import compare
 from stacks.preflight import cluster as preflight_cluster
 from tests.harness import PROJECT, REPO, STACK_OUTPUTS, run_program, stack_config, stack_names
@@ -166,6 +167,34 @@ def test_an_addon_moves_from_the_version_the_record_says_the_last_update_install
     (summary,) = program.warnings
     assert f"    vpc-cni: v{major}.{minor - 1}.0-eksbuild.1 -> {now}\n" in summary, summary
     assert summary.count("vpc-cni:") == 1, summary
+
+
+def test_another_program_than_the_one_the_record_names_says_its_own_changes_do_not_show(last_outputs) -> None:
+    """Both sides of the summary are planned with the program that runs, so its own changes to the stack's objects
+    (a Job's pod template) show on neither: where the record names another program, the summary says so, and its
+    "none restarts" is for the stack file's changes only. The program of the record: no such line."""
+    last_outputs[last_update.CONFIG_OUTPUT] = config = deployed()
+    before = run_program("dev", config=json.loads(config), fresh=True).outputs[last_update.VERSIONS_OUTPUT]
+    assert before[PROGRAM_KEY] == program_digest()
+    rolled = pinned()
+    rolled[P + "nodeGroups"]["cpu"]["diskSizeGib"] = rolled[P + "nodeGroups"]["cpu"].get("diskSizeGib", 50) + 10
+
+    def summary(versions: dict[str, Any]) -> str:
+        last_outputs[last_update.VERSIONS_OUTPUT] = versions
+        program = run_program("dev", config=rolled, fresh=True)
+        assert program.error is None and program.registrations
+        (said,) = program.warnings
+        return said
+
+    same = summary(before)
+    assert "\n  jobs: none restarts or starts a new run\n" in same and "another version" not in same, same
+    for other in ({**before, PROGRAM_KEY: "0" * 16}, {k: v for k, v in before.items() if k != PROGRAM_KEY}):
+        said = summary(other)
+        assert "\n  jobs: none restarts or starts a new run for the stack file's changes\n" in said, said
+        assert (
+            "\n  another version of this project made the last update: its own changes to the stack's objects, such "
+            "as a Job's pod template, do not show here; the preview's list of changes does (a replaced Job shows +-)\n"
+        ) in said, said
 
 
 def test_a_new_vpc_block_fails_before_any_resource_is_registered(last_outputs) -> None:
@@ -339,6 +368,18 @@ def test_a_last_configuration_this_version_cannot_load_is_named_and_the_update_g
     (warning,) = program.warnings
     assert "does not load" in warning and "retiredKey" in warning
     assert "python -m stacks plan --stack dev --from" in warning
+    assert "not the node groups' kubelets and AMI releases, the Kueue flavors or the add-ons' steps" in warning
+
+
+@pytest.mark.parametrize("minor, said", [(SKIPPED, f"{SKIPPED} -> {NOW} skips 1 minor"), (NEXT, f"{NOW} is older")])
+def test_a_record_that_does_not_load_still_refuses_a_skip_or_a_downgrade(last_outputs, minor: str, said: str) -> None:
+    """The minor's step is read from the record's raw minor: a skip or a downgrade is refused before any resource is
+    registered, though the rest of the record does not load."""
+    config = json.loads(deployed(kubernetesVersion=minor))
+    config[P + "retiredKey"] = "1"
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    problem = refused("dev", config=pinned(), fresh=True)
+    assert problem.startswith(f"{P}cluster.kubernetesVersion: {said}"), problem
 
 
 #: The dev stack in a VPC it did not make: it exports no vpcZones.
