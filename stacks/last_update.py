@@ -39,7 +39,7 @@ from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.nodes import RELEASE_SUFFIX
 from stacks.plan.program import PROGRAM_KEY, program_changed, program_digest
 from stacks.plan.region_change import in_region, region_of, region_problem
-from stacks.plan.upgrade import compare
+from stacks.plan.upgrade import Upgrade, compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.zones import RegionZones
 
@@ -299,27 +299,7 @@ def upgrade_summary(
         with quiet(), support_windows_ignored():  # its warnings were shown at its own update, its minor then supported
             old = build_plan(load_config(config.project, config.stack, dict(previous)))  # in the working folder
     except ConfigError as exc:
-        if region is not None and zones is not None and (problems := deployed_zone_problems(plan, region, zones)):
-            raise ConfigError(problems) from None
-        # the minor's step reads the record's raw minor: a skip or a downgrade is refused, loaded or not
-        current, cluster = ahead or deployed, config.cluster
-        if current is not None and not renamed:
-            problems = step_problems(
-                current, cluster.kubernetes_version, outside=bool(ahead), extended=cluster.extended_support
-            )
-            if problems:
-                raise ConfigError(problems) from None
-        return (
-            f"{LAST_UPDATE} does not load with this version of the project, so what this update rolls is not shown "
-            f"({exc}). The Kubernetes minor's step is still checked, but not the node groups' kubelets and AMI "
-            "releases, the Kueue flavors or the add-ons' steps: read `pulumi preview --diff` before you confirm. "
-            f"python -m stacks plan --stack {config.stack} --from <the revision of its stack file that was deployed> "
-            "shows the summary where that file loads"
-        ) + (
-            "\n" + moved_outside_note(deployed, ahead, config.cluster.kubernetes_version)
-            if deployed and ahead and not renamed
-            else ""
-        ), None
+        return _unloaded(plan, exc, deployed, ahead, renamed, region, zones), None
     hint = unread_hint(config.cluster.kubernetes_version, unread) if unread else None
     upgrade = compare(
         old,
@@ -333,21 +313,69 @@ def upgrade_summary(
         deployed_versions=versions if isinstance(versions, Mapping) else None,
         eks_defaults=eks_defaults,
     )
+    return _summary(upgrade, old, plan, versions, ahead, renamed), old
+
+
+def _unloaded(
+    plan: Plan,
+    exc: ConfigError,
+    deployed: Optional[str],
+    ahead: Optional[str],
+    renamed: bool,
+    region: Optional[RegionZones],
+    zones: Optional[list[str]],
+) -> str:
+    """The warning of a record this version of the project cannot load (``exc`` says why). What the record's raw
+    values still show is refused: zones the VPC was not made in, and a skipped or lower minor than the one it
+    ``deployed`` (or the control plane runs, ``ahead``)."""
+    if region is not None and zones is not None and (problems := deployed_zone_problems(plan, region, zones)):
+        raise ConfigError(problems) from None
+    config = plan.config
+    current, cluster = ahead or deployed, config.cluster
+    if current is not None and not renamed:
+        problems = step_problems(
+            current, cluster.kubernetes_version, outside=bool(ahead), extended=cluster.extended_support
+        )
+        if problems:
+            raise ConfigError(problems) from None
+    return (
+        f"{LAST_UPDATE} does not load with this version of the project, so what this update rolls is not shown "
+        f"({exc}). The Kubernetes minor's step is still checked, but not the node groups' kubelets and AMI "
+        "releases, the Kueue flavors or the add-ons' steps: read `pulumi preview --diff` before you confirm. "
+        f"python -m stacks plan --stack {config.stack} --from <the revision of its stack file that was deployed> "
+        "shows the summary where that file loads"
+    ) + (
+        "\n" + moved_outside_note(deployed, ahead, cluster.kubernetes_version)
+        if deployed and ahead and not renamed
+        else ""
+    )
+
+
+def _summary(
+    upgrade: Upgrade,
+    old: Plan,
+    plan: Plan,
+    versions: Optional[Mapping[str, object]],
+    ahead: Optional[str],
+    renamed: bool,
+) -> Optional[str]:
+    """The summary of ``upgrade`` with what this version of the project moves at the recorded configuration, and the
+    note of a control plane that moved (``ahead``) or may have; ``None`` when nothing rolls, moves or starts again."""
     changes = upgrade.groups or upgrade.addons or upgrade.data or upgrade.runs
     # what this version of the project moves at the recorded configuration (the stack file's own moves are above)
     moves = version_moves(versions, old, plan, said={a.name for a in upgrade.addons})
     if not changes and upgrade.old_minor == upgrade.new_minor:
-        return (render_moves(moves) if moves else None), old
+        return render_moves(moves) if moves else None
     report = upgrade_report(upgrade)
     report["programChanged"] = program_changed(versions)
     summary = render_upgrade(report) + ("\n" + render_moves(moves) if moves else "")
     if renamed:  # a new cluster, or the new name's cluster that exists already, which compare's note names
-        return summary, old
+        return summary
     if ahead is not None:
         summary += "\n" + moved_outside_note(upgrade.old_minor, ahead, upgrade.new_minor)
     elif upgrade.old_minor != upgrade.new_minor:
         summary += "\n" + already_moved_note(upgrade.old_minor, upgrade.new_minor)
-    return summary, old
+    return summary
 
 
 #: Why the program did not read the minor the cluster runs when preflight is off.

@@ -18,7 +18,7 @@ from typing import Mapping, Optional
 
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, FSX_UPDATE_WAIT
 from stacks.config import ConfigError, key
-from stacks.plan import Plan, same_cluster
+from stacks.plan import NodeGroupPlan, Plan, same_cluster
 from stacks.plan.addon_changes import AddonChange, addon_changes, addon_notes, addon_step_problems, held_addon_notes
 from stacks.plan.admission import placement_of
 from stacks.plan.flavor_change import flavor_problems
@@ -149,57 +149,24 @@ def compare(
         compared=old_label if from_file else None,
     )
     runs = run_changes(old_plan, new_plan, deployed_dirs, deployed_versions)
-    replaced = frozenset(r.name for r in runs if r.action not in ("added", "removed"))
-    groups, notes = _kept_group_changes(old_plan, new_plan, deployed_versions, replaced, from_file)
+    new_cluster = not (same_cluster(old_plan.config, new_plan.config) or new_plan.config.jobs_only)
+    groups, notes = _group_changes(old_plan, new_plan, runs, deployed_versions, from_file, new_cluster)
     addons = addon_changes(old_plan, new_plan, deployed_versions, eks_defaults)
-    new_minor = new_plan.config.cluster.kubernetes_version
-    old_groups = {g.name: g for g in old_plan.all_groups}
-    new_names = {g.name for g in new_plan.all_groups}
-    groups += [added_group(g) for g in new_plan.all_groups if g.name not in old_groups]
-    groups += [
-        deleted_group(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names
-    ]
-    same = same_cluster(old_plan.config, new_plan.config)
-    new_cluster = not (same or new_plan.config.jobs_only)  # the first, or one under a new name
-    if new_cluster:  # every group is made with it: none rolls, none is updated in place
-        groups, notes = [], []
-    notes += outgoing_notes(old_plan, new_plan)
-    if new_plan.config.jobs_only:  # its groups copy the cluster stack's: that stack's own summary says what they do
-        groups, notes = [], _copied_group_notes(old_plan, new_plan)
     deferred = block_deferred(old_plan, new_plan)
-    notes += block_start_notes(deferred)
-    notes += _kueue_move_notes(new_plan, groups, runs)
-    notes += _team_notes(new_plan, groups)
-    notes += [] if new_plan.config.jobs_only else _own_quota_notes(old_plan, new_plan)
-    notes += held_addon_notes(old_plan, new_plan)
-    notes += deadline_notes(old_plan, new_plan, runs)
-    notes += awaited_notes(old_plan, new_plan, runs)
-    notes += unrecorded_notes(new_plan, runs, deployed_versions)
-    notes += addon_notes(old_plan, new_plan, addons, eks_defaults)
-    notes += network_notes(old_plan, new_plan) if region is None else []
-    if not new_plan.config.jobs_only:  # the cluster stack's own settings
-        notes += _service_range_notes(old_plan, new_plan)
-        notes += _endpoint_notes(old_plan, new_plan)
-        notes += _removed_team_notes(old_plan, new_plan)
-        notes += storage_notes(old_plan, new_plan)
+    notes += _update_notes(
+        old_plan, new_plan, groups, runs, addons, deferred, deployed_versions, eks_defaults, region=region
+    )
     empty = new_data_is_empty(old_plan, new_plan)
     if empty:  # the jobs start again on a new file system: nothing there to resume from
         runs = tuple(replace(r, rerun=NEW_DATA_RERUN) if r.rerun else r for r in runs)
-    old_minor = old_plan.config.cluster.kubernetes_version
-    if old_plan.config.jobs_only:  # it had no cluster: the new one starts at its minor
-        old_minor = new_minor
-    elif new_plan.config.jobs_only:  # its cluster is another stack's: no minor moves here
-        new_minor = old_minor
-    elif new_cluster:  # a new clusterName: the new cluster starts at its minor, whatever the old one runs
-        notes += _renamed_onto_notes(old_plan, new_plan, running)
-        old_minor, running = running or new_minor, None  # or the new name's cluster that runs already moves
+    old_minor, new_minor, running, minor_notes = _minors(old_plan, new_plan, running, new_cluster)
     return Upgrade(
         old_label=old_label,
         old_minor=old_minor,
         new_minor=new_minor,
         groups=tuple(groups),
         addons=addons,
-        notes=tuple(notes),
+        notes=(*notes, *minor_notes),
         running=running,
         data=data_changes(old_plan, new_plan),
         data_empty=empty,
@@ -210,6 +177,82 @@ def compare(
         cluster_replaced=new_cluster,
         from_jobs_only=old_plan.config.jobs_only,
     )
+
+
+def _group_changes(
+    old_plan: Plan,
+    new_plan: Plan,
+    runs: tuple[JobRun, ...],
+    deployed_versions: Optional[Mapping[str, object]],
+    from_file: bool,
+    new_cluster: bool,
+) -> tuple[list[GroupChange], list[str]]:
+    """The node groups the update rolls, updates, adds or deletes, with their notes. A new cluster (the first, or one
+    under a new ``clusterName``) makes every group with it: none rolls. A jobs-only stack's groups copy the cluster
+    stack's, whose own summary says what they do."""
+    replaced = frozenset(r.name for r in runs if r.action not in ("added", "removed"))
+    groups, notes = _kept_group_changes(old_plan, new_plan, deployed_versions, replaced, from_file)
+    old_groups = {g.name: g for g in old_plan.all_groups}
+    new_names = {g.name for g in new_plan.all_groups}
+    groups += [added_group(g) for g in new_plan.all_groups if g.name not in old_groups]
+    groups += [
+        deleted_group(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names
+    ]
+    if new_cluster:
+        groups, notes = [], []
+    notes += outgoing_notes(old_plan, new_plan)
+    if new_plan.config.jobs_only:
+        groups, notes = [], _copied_group_notes(old_plan, new_plan)
+    return groups, notes
+
+
+def _update_notes(
+    old_plan: Plan,
+    new_plan: Plan,
+    groups: list[GroupChange],
+    runs: tuple[JobRun, ...],
+    addons: tuple[AddonChange, ...],
+    deferred: list[tuple[NodeGroupPlan, list[str]]],
+    deployed_versions: Optional[Mapping[str, object]],
+    eks_defaults: Optional[Mapping[str, tuple[str, str]]],
+    *,
+    region: Optional[RegionZones],
+) -> list[str]:
+    """The notes of the update beside its node groups': the jobs, the add-ons and the network, then the cluster
+    stack's own settings (its service range, endpoint, teams and storage)."""
+    notes = block_start_notes(deferred)
+    notes += _kueue_move_notes(new_plan, groups, runs)
+    notes += _team_notes(new_plan, groups)
+    notes += [] if new_plan.config.jobs_only else _own_quota_notes(old_plan, new_plan)
+    notes += held_addon_notes(old_plan, new_plan)
+    notes += deadline_notes(old_plan, new_plan, runs)
+    notes += awaited_notes(old_plan, new_plan, runs)
+    notes += unrecorded_notes(new_plan, runs, deployed_versions)
+    notes += addon_notes(old_plan, new_plan, addons, eks_defaults)
+    notes += network_notes(old_plan, new_plan) if region is None else []
+    if not new_plan.config.jobs_only:
+        notes += _service_range_notes(old_plan, new_plan)
+        notes += _endpoint_notes(old_plan, new_plan)
+        notes += _removed_team_notes(old_plan, new_plan)
+        notes += storage_notes(old_plan, new_plan)
+    return notes
+
+
+def _minors(
+    old_plan: Plan, new_plan: Plan, running: Optional[str], new_cluster: bool
+) -> tuple[str, str, Optional[str], list[str]]:
+    """The minor the update moves the control plane from and to, the minor it runs where that moved past the record
+    (``running``), and the notes of a new name's cluster that exists already. A stack that had no cluster starts
+    the new one at its minor; a jobs-only stack moves none; a new ``clusterName`` starts its cluster at its minor,
+    or goes on with the new name's cluster that already runs (:func:`_renamed_onto_notes`)."""
+    old_minor, new_minor = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
+    if old_plan.config.jobs_only:
+        return new_minor, new_minor, running, []
+    if new_plan.config.jobs_only:
+        return old_minor, old_minor, running, []
+    if new_cluster:
+        return running or new_minor, new_minor, None, _renamed_onto_notes(old_plan, new_plan, running)
+    return old_minor, new_minor, running, []
 
 
 def untimed_steps(old_plan: Plan, new_plan: Plan, new_data: bool) -> tuple[str, ...]:
