@@ -40,7 +40,7 @@ from stacks.plan.nodes import RELEASE_SUFFIX
 from stacks.plan.program import PROGRAM_KEY, program_changed, program_digest
 from stacks.plan.region_change import in_region, region_of, region_problem
 from stacks.plan.upgrade import Upgrade, compare
-from stacks.plan.upgrade_text import render_upgrade, upgrade_report
+from stacks.plan.upgrade_text import PROGRAM_CHANGES, render_upgrade, upgrade_report
 from stacks.zones import RegionZones
 
 #: The stack output that holds the configuration an update was given.
@@ -295,12 +295,12 @@ def upgrade_summary(
         if current is not None and current != config.cluster.kubernetes_version:
             # before the record is loaded: a minor since past its support would not load, and the move would go on
             raise ConfigError([moved_default_problem(current, config.cluster.kubernetes_version, outside=bool(ahead))])
+    hint = unread_hint(config.cluster.kubernetes_version, unread) if unread else None
     try:
         with quiet(), support_windows_ignored():  # its warnings were shown at its own update, its minor then supported
             old = build_plan(load_config(config.project, config.stack, dict(previous)))  # in the working folder
     except ConfigError as exc:
-        return _unloaded(plan, exc, deployed, ahead, renamed, region, zones), None
-    hint = unread_hint(config.cluster.kubernetes_version, unread) if unread else None
+        return _unloaded(plan, exc, deployed, ahead, renamed, region, zones, hint), None
     upgrade = compare(
         old,
         plan,
@@ -324,17 +324,19 @@ def _unloaded(
     renamed: bool,
     region: Optional[RegionZones],
     zones: Optional[list[str]],
+    hint: Optional[str],
 ) -> str:
     """The warning of a record this version of the project cannot load (``exc`` says why). What the record's raw
     values still show is refused: zones the VPC was not made in, and a skipped or lower minor than the one it
-    ``deployed`` (or the control plane runs, ``ahead``)."""
+    ``deployed`` (or the control plane runs, ``ahead``; ``hint``: why that was not read), where the stack keeps its
+    cluster (not a new ``clusterName``, nor a jobs-only stack, whose cluster is another stack's)."""
     if region is not None and zones is not None and (problems := deployed_zone_problems(plan, region, zones)):
         raise ConfigError(problems) from None
     config = plan.config
     current, cluster = ahead or deployed, config.cluster
-    if current is not None and not renamed:
+    if current is not None and not renamed and not config.jobs_only:
         problems = step_problems(
-            current, cluster.kubernetes_version, outside=bool(ahead), extended=cluster.extended_support
+            current, cluster.kubernetes_version, outside=bool(ahead), extended=cluster.extended_support, unread=hint
         )
         if problems:
             raise ConfigError(problems) from None
@@ -365,7 +367,10 @@ def _summary(
     # what this version of the project moves at the recorded configuration (the stack file's own moves are above)
     moves = version_moves(versions, old, plan, said={a.name for a in upgrade.addons})
     if not changes and upgrade.old_minor == upgrade.new_minor:
-        return render_moves(moves) if moves else None
+        said = [render_moves(moves)] if moves else []
+        if program_changed(versions):
+            said.append(f"Another version of this project made the stack's last update: {PROGRAM_CHANGES}")
+        return "\n".join(said) or None
     report = upgrade_report(upgrade)
     report["programChanged"] = program_changed(versions)
     summary = render_upgrade(report) + ("\n" + render_moves(moves) if moves else "")

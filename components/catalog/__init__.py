@@ -56,6 +56,8 @@ from components.catalog.fsx import (
 from components.catalog.instances import ENI_MAX_PODS, INSTANCE_TYPES, Catalog, InstanceType
 from components.catalog.network import (
     AMAZON_DNS,
+    AMAZON_DNS_ADDRESSES,
+    AMAZON_DNS_OFFSET,
     CLUSTER_DNS_NAMESPACE,
     CLUSTER_DNS_POD_LABELS,
     DNS_PORT,
@@ -122,6 +124,8 @@ __all__ = [
     "EFA_PREALLOCATED_HUGEPAGES_2MI",
     "accelerator_label_value",
     "AMAZON_DNS",
+    "AMAZON_DNS_ADDRESSES",
+    "AMAZON_DNS_OFFSET",
     "AMI_TYPES",
     "AUTOSCALER_GPU_LABEL",
     "AllReduceReference",

@@ -33,6 +33,12 @@ HTTPS_PORT = 443
 #: The name a VPC's DHCP options set gives the Amazon-provided DNS server. The cluster's private endpoint resolves
 #: only if the VPC's ``domain-name-servers`` include it (source key ``eks-cluster-endpoint``).
 AMAZON_DNS = "AmazonProvidedDNS"
+#: The addresses the Amazon-provided DNS server answers at beside the VPC's base address plus two (source key
+#: ``vpc-dns-server``).
+AMAZON_DNS_ADDRESSES = ("169.254.169.253", "fd00:ec2::253")
+#: The offset of the Amazon-provided DNS server from the base of the VPC's primary IPv4 block (source key
+#: ``vpc-dns-server``).
+AMAZON_DNS_OFFSET = 2
 
 #: The private blocks an EKS cluster's Kubernetes service range (``serviceIpv4Cidr``) must lie in, and the prefix
 #: lengths EKS takes for it, /12 to /24 (source key ``eks-kubernetes-network-config``).

@@ -312,6 +312,11 @@ SOURCES: Mapping[str, Source] = {
         "enableDnsHostnames and enableDnsSupport set to true, and its DHCP options set must include AmazonProvidedDNS "
         "in its domain name servers list",
     ),
+    "vpc-dns-server": Source(
+        url="https://docs.aws.amazon.com/vpc/latest/userguide/AmazonDNS-concepts.html",
+        shows="the Amazon DNS server (Route 53 Resolver) runs at the base of the VPC IPv4 network range plus two, and "
+        "at 169.254.169.253 (IPv4) and fd00:ec2::253 (IPv6)",
+    ),
     "vpc-cni-network-policy": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html",
         shows='the vpc-cni add-on enforces NetworkPolicy with configuration values {"enableNetworkPolicy": "true"} (>= '

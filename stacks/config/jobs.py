@@ -208,8 +208,8 @@ class JobConfig(Model):
     (PG_TIMEOUT_SECONDS); default the program's own (the bundled trainer's, components/workloads/pytorch.py)."""
     stop_grace_period_seconds: int = Field(default=DEFAULT_STOP_GRACE_S, ge=20, le=3600)
     """The time a stopped pod gets to checkpoint and exit (terminationGracePeriodSeconds); torchrun waits that minus
-    15 s for its workers (TORCH_ELASTIC_SHUTDOWN_TIMEOUT). Over 900, a rolling node update fails while a pod still
-    stops (EKS gives a pod 15 minutes to leave its node)."""
+    15 s for its workers (TORCH_ELASTIC_SHUTDOWN_TIMEOUT). Over 900, a rolling node update may fail while a pod still
+    stops (EKS gives a node's pods 15 minutes to leave it)."""
     timeout_hours: Number = Field(default=DEFAULT_TIMEOUT_HOURS, gt=0, le=720)
     """Hours the job may run from its start (a queued job's: once admitted) before Kubernetes stops it and its pods
     (the Job's activeDeadlineSeconds): the cap on what a runaway job costs."""

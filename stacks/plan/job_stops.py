@@ -62,14 +62,15 @@ class JobStop:
         )
 
     def _past_eviction_limit(self) -> str:
-        """The clause that says a pod's grace period outlasts the time EKS gives it to leave its node: a terminating
-        pod is still on the node, so the group's update fails (source key ``eks-managed-node-update``)."""
+        """The clause that says a pod's grace period outlasts the time EKS gives a node's pods to leave it: a pod still
+        terminating is still on the node (source key ``eks-managed-node-update``)."""
         if self.grace_s <= EVICTION_LIMIT_MINUTES * 60:
             return ""
         return (
             f"; its stopGracePeriodSeconds ({self.grace_s}) is longer than the {EVICTION_LIMIT_MINUTES} minutes EKS "
-            "gives a pod to leave its node: a pod still stopping then fails the group's update (PodEvictionFailure); "
-            f"lower {key(f'jobs.{self.name}.stopGracePeriodSeconds')}, or set the group's updateStrategy to whenIdle"
+            "gives a node's pods to leave it: a pod still stopping may fail the group's update (PodEvictionFailure) "
+            f"or have its stop cut short; lower {key(f'jobs.{self.name}.stopGracePeriodSeconds')}, or set the "
+            "group's updateStrategy to whenIdle"
         )
 
     @property

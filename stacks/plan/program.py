@@ -2,7 +2,8 @@
 
 The next ``pulumi up`` plans the recorded configuration with the program it runs, so a change of the program itself
 (such as a Job's pod template) shows on neither side of its summary; the digest tells it that the program changed,
-and the summary then says so (:mod:`stacks.last_update`)."""
+and the summary then says so (:mod:`stacks.last_update`). The digest is of the files as they run: an edit, or the
+same version run from a clone after an installed copy (whose imports are rewritten), reads as another program."""
 
 import functools
 import hashlib

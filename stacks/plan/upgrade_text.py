@@ -190,6 +190,13 @@ def _eks_strategy(g: dict[str, Any]) -> str:
     return f"EKS strategy {eks['name']} ({eks['why']}: each node goes before its replacement launches)"
 
 
+#: Where the changes of another version of the program show, which a summary planned with this one cannot see.
+PROGRAM_CHANGES = (
+    "its own changes to the stack's objects, such as a Job's pod template, show only in the preview's list of changes "
+    "(a replaced Job shows +-)"
+)
+
+
 def _only_file(r: dict[str, Any]) -> str:
     """What follows a "none ..." line where the comparison sees the stack file's changes only (``projectChanged``,
     ``programChanged``)."""
@@ -212,10 +219,7 @@ def render_upgrade(r: dict[str, Any]) -> str:
             "then do not show (a note says where they do)"
         )
     elif r.get("programChanged"):
-        lines.append(
-            "  another version of this project made the last update: its own changes to the stack's objects, such as "
-            "a Job's pod template, do not show here; the preview's list of changes does (a replaced Job shows +-)"
-        )
+        lines.append(f"  another version of this project made the last update: {PROGRAM_CHANGES}")
     if r.get("jobsOnly"):
         lines.append(
             "  cluster: another stack's (cluster.stackReference): its own summary shows its Kubernetes minor, add-ons "

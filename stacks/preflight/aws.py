@@ -123,23 +123,24 @@ class AwsClient:
             on.append(bool(resp.get(field, {}).get("Value")))
         return on[0], on[1]
 
-    def vpc_name_servers(self, vpc_id: str) -> Optional[list[str]]:
-        """``DescribeVpcs`` and ``DescribeDhcpOptions``: the ``domain-name-servers`` of the VPC's DHCP options set, or
-        ``None`` for a VPC without one (its instances use the Amazon-provided DNS server)."""
+    def vpc_name_servers(self, vpc_id: str) -> tuple[Optional[list[str]], str]:
+        """``DescribeVpcs`` and ``DescribeDhcpOptions``: the ``domain-name-servers`` of the VPC's DHCP options set
+        (``None``: the VPC has none, ``default``), and the VPC's primary IPv4 block."""
         vpcs = self._call(self.ec2, "describe_vpcs", VpcIds=[vpc_id]).get("Vpcs", [])
         if not vpcs:
             raise AwsCallError("describe_vpcs", "InvalidVpcID.NotFound", f"VPC {vpc_id} not found")
-        options = vpcs[0].get("DhcpOptionsId")
+        options, block = vpcs[0].get("DhcpOptionsId"), str(vpcs[0].get("CidrBlock", ""))
         if not options or options == "default":
-            return None
+            return None, block
         sets = self._call(self.ec2, "describe_dhcp_options", DhcpOptionsIds=[options]).get("DhcpOptions", [])
-        return [
+        servers = [
             str(v["Value"])
             for s in sets
             for c in s.get("DhcpConfigurations", [])
             if c.get("Key") == "domain-name-servers"
             for v in c.get("Values", [])
         ]
+        return servers, block
 
     def subnet(self, subnet_id: str) -> dict[str, Any]:
         """``DescribeSubnets`` for one subnet (cached)."""

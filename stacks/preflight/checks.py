@@ -1,13 +1,22 @@
 """The preflight checks, each reading the plan (docs/explanation/preflight.md lists them)."""
 
+import ipaddress
 import os
 import re
 from typing import Any, Optional, Sequence
 
 import boto3
 
-from components.catalog import AMAZON_DNS, MAX_SPOT_DISCOUNT, QUOTA_NAMES, VCPU_QUOTAS
-from stacks.config import ConfigError, key
+from components.catalog import (
+    AMAZON_DNS,
+    AMAZON_DNS_ADDRESSES,
+    AMAZON_DNS_OFFSET,
+    MAX_SPOT_DISCOUNT,
+    QUOTA_NAMES,
+    VCPU_QUOTAS,
+)
+from components.workloads.network_policy import ANYWHERE_IPV4
+from stacks.config import ConfigError, StackConfig, key
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.checklist import quota_needs, type_key
 from stacks.preflight.addons import check_addons
@@ -174,7 +183,7 @@ def _vpc_zones(plan: Plan, zones: Optional[Sequence[Zone]], aws: AwsClient, find
         return resolved
     if cfg.existing_vpc is None:
         return []
-    _vpc_dns(cfg.existing_vpc.vpc_id, aws, findings)
+    _vpc_dns(cfg, cfg.existing_vpc.vpc_id, aws, findings)
     out: list[Zone] = []
     for i, sid in enumerate(cfg.existing_vpc.private_subnet_ids):
         k = key(f"existingVpc.privateSubnetIds[{i}]")
@@ -202,7 +211,7 @@ def _vpc_zones(plan: Plan, zones: Optional[Sequence[Zone]], aws: AwsClient, find
     return sorted(out)
 
 
-def _vpc_dns(vpc_id: str, aws: AwsClient, findings: list[Finding]) -> None:
+def _vpc_dns(cfg: StackConfig, vpc_id: str, aws: AwsClient, findings: list[Finding]) -> None:
     """An existing VPC resolves DNS and names its instances: EKS's nodes cannot register with their cluster otherwise,
     and the private endpoint's name resolves only so (source key ``eks-network-requirements``)."""
     k = key("existingVpc.vpcId")
@@ -218,7 +227,7 @@ def _vpc_dns(vpc_id: str, aws: AwsClient, findings: list[Finding]) -> None:
     off = [(a, flag) for a, flag, on in attributes if not on]
     if not off:
         findings.append(Finding(True, k, f"{vpc_id} has DNS resolution and DNS hostnames on"))
-        _vpc_name_servers(vpc_id, aws, findings)
+        _vpc_name_servers(cfg, vpc_id, aws, findings)
         return
     commands = "; ".join(f"aws ec2 modify-vpc-attribute --vpc-id {vpc_id} {flag}" for _, flag in off)
     findings.append(
@@ -231,27 +240,47 @@ def _vpc_dns(vpc_id: str, aws: AwsClient, findings: list[Finding]) -> None:
     )
 
 
-def _vpc_name_servers(vpc_id: str, aws: AwsClient, findings: list[Finding]) -> None:
-    """An existing VPC's DHCP options set names the Amazon-provided DNS server: the private endpoint's name resolves
-    only through it (source key ``eks-cluster-endpoint``)."""
+def _vpc_name_servers(cfg: StackConfig, vpc_id: str, aws: AwsClient, findings: list[Finding]) -> None:
+    """An existing VPC's DHCP options set names the Amazon-provided DNS server, by name or at one of its addresses:
+    the private endpoint's name resolves only through it (source keys ``eks-cluster-endpoint``, ``vpc-dns-server``).
+    Where it does not, nodes resolve the endpoint's public name: that passes only with a public endpoint open to any
+    address, which their NAT then reaches."""
     k = key("existingVpc.vpcId")
     try:
-        servers = aws.vpc_name_servers(vpc_id)
+        servers, block = aws.vpc_name_servers(vpc_id)
     except AwsCallError as exc:
         findings.append(Finding(False, k, f"could not read the DHCP options of {vpc_id} ({exc}) {SKIP_HINT}"))
         return
-    if servers is None or AMAZON_DNS in servers:
+    amazon = {AMAZON_DNS, *AMAZON_DNS_ADDRESSES}
+    if block:
+        amazon.add(str(ipaddress.ip_network(block, strict=False).network_address + AMAZON_DNS_OFFSET))
+    if servers is not None and amazon & set(servers):
         findings.append(Finding(True, k, f"{vpc_id}'s DHCP options use the Amazon-provided DNS server"))
         return
-    listed = ", ".join(servers) if servers else "no DNS server"
+    listed = (
+        " has no DHCP options set"
+        if servers is None
+        else f"'s DHCP options set lists {', '.join(servers) or 'no DNS server'}"
+    )
+    cluster = cfg.cluster
+    if cluster.endpoint_public_access and ANYWHERE_IPV4 in cluster.public_access_cidrs:
+        findings.append(
+            Finding(
+                True,
+                k,
+                f"{vpc_id}{listed}, not {AMAZON_DNS}: nodes resolve the cluster's public endpoint, not its private "
+                "one, and reach it through the VPC's NAT",
+            )
+        )
+        return
     findings.append(
         Finding(
             False,
             k,
-            f"{vpc_id}'s DHCP options set lists {listed}, not {AMAZON_DNS}: nodes could not resolve the cluster's "
-            f"private endpoint, whose name EKS keeps in a private zone of the VPC; associate a DHCP options set whose "
-            f"domain-name-servers include {AMAZON_DNS} (aws ec2 create-dhcp-options, then aws ec2 "
-            f"associate-dhcp-options --vpc-id {vpc_id} --dhcp-options-id <its id>)",
+            f"{vpc_id}{listed}, not {AMAZON_DNS}: nodes could not resolve the cluster's private endpoint, whose name "
+            f"EKS keeps in a private zone of the VPC; associate a DHCP options set whose domain-name-servers include "
+            f"{AMAZON_DNS} (aws ec2 create-dhcp-options, then aws ec2 associate-dhcp-options --vpc-id {vpc_id} "
+            "--dhcp-options-id <its id>)",
         )
     )
 

@@ -21,6 +21,7 @@ from stacks.plan import build_plan
 from stacks.plan.program import PROGRAM_KEY, program_digest
 from stacks.plan.upgrade import compare
 from stacks.preflight import cluster as preflight_cluster
+from stacks.yaml_text import load_yaml
 from tests.harness import PROJECT, REPO, STACK_OUTPUTS, run_program, stack_config, stack_names
 from tests.last_update_support import NEXT, NOW, PREVIOUS, SKIPPED, P, deployed, pinned
 
@@ -188,13 +189,20 @@ def test_another_program_than_the_one_the_record_names_says_its_own_changes_do_n
 
     same = summary(before)
     assert "\n  jobs: none restarts or starts a new run\n" in same and "another version" not in same, same
+    changes = (
+        "its own changes to the stack's objects, such as a Job's pod template, show only in the preview's list of "
+        "changes (a replaced Job shows +-)"
+    )
     for other in ({**before, PROGRAM_KEY: "0" * 16}, {k: v for k, v in before.items() if k != PROGRAM_KEY}):
         said = summary(other)
         assert "\n  jobs: none restarts or starts a new run for the stack file's changes\n" in said, said
-        assert (
-            "\n  another version of this project made the last update: its own changes to the stack's objects, such "
-            "as a Job's pod template, do not show here; the preview's list of changes does (a replaced Job shows +-)\n"
-        ) in said, said
+        assert f"\n  another version of this project made the last update: {changes}\n" in said, said
+    # the stack file unchanged: no summary, but the program's change is said
+    last_outputs[last_update.VERSIONS_OUTPUT] = {**before, PROGRAM_KEY: "0" * 16}
+    program = run_program("dev", config=pinned(), fresh=True)
+    assert program.warnings == [f"Another version of this project made the stack's last update: {changes}"]
+    last_outputs[last_update.VERSIONS_OUTPUT] = before
+    assert run_program("dev", config=pinned(), fresh=True).warnings == []
 
 
 def test_a_new_vpc_block_fails_before_any_resource_is_registered(last_outputs) -> None:
@@ -380,6 +388,20 @@ def test_a_record_that_does_not_load_still_refuses_a_skip_or_a_downgrade(last_ou
     last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
     problem = refused("dev", config=pinned(), fresh=True)
     assert problem.startswith(f"{P}cluster.kubernetesVersion: {said}"), problem
+
+
+def test_a_cluster_stack_turned_jobs_only_whose_record_does_not_load_is_not_refused_a_minor() -> None:
+    """A jobs-only stack sets no minor (its cluster is another stack's): where its last record is a cluster stack's
+    that does not load, no step from that record's minor is refused, as where it loads (same_cluster)."""
+    record = json.loads(deployed(kubernetesVersion=SKIPPED))  # as Pulumi passes it: objects as JSON
+    record = {k: v if isinstance(v, str) else json.dumps(v) for k, v in record.items()} | {P + "retiredKey": "1"}
+    team = load_yaml((REPO / "examples" / "teams" / "Pulumi.vision.yaml").read_text())["config"]
+    plan = build_plan(load_config(PROJECT, "vision", json.loads(json.dumps(team)), project_dir=REPO))
+    warning, old = last_update.upgrade_summary(plan, record)
+    assert old is None and warning is not None and "does not load" in warning, warning
+    # the same record under the cluster stack's own file: the skip is refused
+    with pytest.raises(ConfigError, match=f"{SKIPPED} -> {NOW} skips 1 minor"):
+        last_update.upgrade_summary(build_plan(load_config(PROJECT, "dev", pinned(), project_dir=REPO)), record)
 
 
 #: The dev stack in a VPC it did not make: it exports no vpcZones.

@@ -581,8 +581,9 @@ def test_an_existing_vpc_without_dns_hostnames_fails_naming_the_command(proc: su
 
 def test_an_existing_vpc_whose_dhcp_options_lack_amazon_dns_fails_naming_the_fix(proc: sup.MotoProcess) -> None:
     """EKS's cluster endpoint page: the private endpoint's name resolves only if the VPC's DHCP options set includes
-    AmazonProvidedDNS. A set of the VPC's own servers fails, naming the commands; EC2's default set, or a set that
-    lists AmazonProvidedDNS beside them, passes."""
+    AmazonProvidedDNS, or the Amazon DNS server by one of its addresses (the VPC's base plus two, 169.254.169.253).
+    A set of the VPC's own servers fails with a private-only endpoint, naming the commands; with a public endpoint
+    open to any address, the nodes resolve and reach that one: a pass that says so."""
     ec2 = session().client("ec2")
     vpc = ec2.create_vpc(CidrBlock="10.41.0.0/16")["Vpc"]["VpcId"]
     ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
@@ -590,28 +591,40 @@ def test_an_existing_vpc_whose_dhcp_options_lack_amazon_dns_fails_naming_the_fix
         ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=z)["Subnet"]["SubnetId"]
         for z, cidr in (("us-east-1a", "10.41.0.0/20"), ("us-east-1b", "10.41.16.0/20"))
     ]
-    cfg = load(stack({"cpu": group(["m5.xlarge"])}, existingVpc={"vpcId": vpc, "privateSubnetIds": subnets}))
+    private = {"endpointPublicAccess": False, "privateAccessCidrs": ["10.41.0.0/16"]}
+    existing = {"vpcId": vpc, "privateSubnetIds": subnets}
 
-    def dhcp() -> Finding:
+    def dhcp(cluster: dict[str, Any]) -> Finding:
+        cfg = load(stack({"cpu": group(["m5.xlarge"])}, existingVpc=existing, cluster=cluster))
         return about(run_preflight(cfg, None, session()), "eks-training:existingVpc.vpcId", "DHCP options")
 
-    assert dhcp().ok, "a new VPC's default DHCP options name the Amazon-provided DNS server"
-
     def associate(*servers: str) -> None:
-        options = ec2.create_dhcp_options(DhcpConfigurations=[{"Key": "domain-name-servers", "Values": list(servers)}])[
-            "DhcpOptions"
-        ]["DhcpOptionsId"]
+        config = [{"Key": "domain-name-servers", "Values": list(servers)}]
+        options = ec2.create_dhcp_options(DhcpConfigurations=config)["DhcpOptions"]["DhcpOptionsId"]
         ec2.associate_dhcp_options(DhcpOptionsId=options, VpcId=vpc)
 
+    associate("AmazonProvidedDNS")  # as EC2 makes a VPC: with the region's default set (moto gives it none)
+    assert dhcp(private).ok
+    ec2.associate_dhcp_options(DhcpOptionsId="default", VpcId=vpc)  # "default": no DHCP options at all
+    none = dhcp(private)
+    assert not none.ok and none.message.startswith(f"{vpc} has no DHCP options set, not AmazonProvidedDNS"), none
+
     associate("10.41.0.10", "10.41.0.11")
-    own = dhcp()
+    own = dhcp(private)
     assert not own.ok and own.message.startswith(
         f"{vpc}'s DHCP options set lists 10.41.0.10, 10.41.0.11, not AmazonProvidedDNS: nodes could not resolve"
     ), own.message
     assert f"aws ec2 associate-dhcp-options --vpc-id {vpc} --dhcp-options-id <its id>" in own.message, own.message
-    associate("10.41.0.10", "AmazonProvidedDNS")
-    beside = dhcp()
-    assert beside.ok and beside.message == f"{vpc}'s DHCP options use the Amazon-provided DNS server", beside.message
+    public = dhcp({})  # the defaults: a public endpoint open to 0.0.0.0/0
+    assert public.ok and public.message.endswith(
+        "not AmazonProvidedDNS: nodes resolve the cluster's public endpoint, not its private one, and reach it "
+        "through the VPC's NAT"
+    ), public.message
+    assert not dhcp({"publicAccessCidrs": ["203.0.113.0/24"]}).ok  # the NAT's addresses are not among them
+    for amazon in ("AmazonProvidedDNS", "10.41.0.2", "169.254.169.253"):
+        associate("10.41.0.10", amazon)
+        beside = dhcp(private)
+        assert beside.ok and beside.message == f"{vpc}'s DHCP options use the Amazon-provided DNS server", amazon
 
 
 # ------------------------------------------------------------------------------------------------

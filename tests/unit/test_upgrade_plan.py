@@ -264,8 +264,8 @@ def test_a_deleted_group_says_a_stop_past_the_nodes_shutdown_is_cut_short() -> N
 
 
 def test_a_rolling_group_says_a_grace_period_past_the_eviction_limit_fails_its_update() -> None:
-    """EKS gives a drained pod 15 minutes to leave its node, and a pod still stopping is still on it (the
-    managed-node-update-behavior page): a grace period past that fails the group's roll, the job's key named."""
+    """EKS gives a drained node's pods 15 minutes to leave it, and a pod still stopping is still on it (the
+    managed-node-update-behavior page): a grace period past that may fail the group's roll, the job's key named."""
     old = preset("g6")
     old[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 1200
     new = copy.deepcopy(old)
@@ -274,8 +274,8 @@ def test_a_rolling_group_says_a_grace_period_past_the_eviction_limit_fails_its_u
     assert gpu.action == "roll" and gpu.strategy == "rolling", gpu
     (train,) = gpu.jobs
     assert (
-        "; its stopGracePeriodSeconds (1200) is longer than the 15 minutes EKS gives a pod to leave its node: a pod "
-        "still stopping then fails the group's update (PodEvictionFailure); lower "
+        "; its stopGracePeriodSeconds (1200) is longer than the 15 minutes EKS gives a node's pods to leave it: a pod "
+        "still stopping may fail the group's update (PodEvictionFailure) or have its stop cut short; lower "
         "eks-training:jobs.train.stopGracePeriodSeconds, or set the group's updateStrategy to whenIdle" in train.what
     ), train.what
     old[P + "jobs"]["train"]["stopGracePeriodSeconds"] = new[P + "jobs"]["train"]["stopGracePeriodSeconds"] = 900
