@@ -357,7 +357,7 @@ def group_change(
     so a roll runs under the old ones)."""
     replace_why = _replacing(was, g)
     if replace_why:
-        return _replaced_group(old_plan, new_plan, was, g, replace_why, replaced), []
+        return _replaced_group(old_plan, new_plan, was, g, replace_why, replaced, recorded), []
     sizes = _size_notes(old_plan, new_plan, was, g)
     shrink = _shrinking(old_plan, new_plan, was, g)
     why = _rolling(old_plan, new_plan, was, g, recorded)
@@ -413,11 +413,17 @@ def _shrunk_group(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGro
 
 
 def _replaced_group(
-    old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan, why: list[str], replaced: frozenset[str]
+    old_plan: Plan,
+    new_plan: Plan,
+    was: NodeGroupPlan,
+    g: NodeGroupPlan,
+    why: list[str],
+    replaced: frozenset[str],
+    recorded: Optional[Mapping[str, object]],
 ) -> GroupChange:
     """A group EKS cannot update in place (:func:`_replacing`): a new group first, then the old one deleted."""
     # the old group's nodes are deleted once the new group is up: its jobs stop whatever the budget
-    jobs = job_stops(old_plan, new_plan, g.name, "delete", replaced=replaced)
+    jobs = job_stops(old_plan, new_plan, g.name, "delete", replaced=replaced, recorded=recorded)
     return GroupChange(
         path=g.path,
         action="replace",
@@ -623,15 +629,20 @@ def added_group(g: NodeGroupPlan) -> GroupChange:
 
 
 def deleted_group(
-    old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, replaced: frozenset[str] = frozenset()
+    old_plan: Plan,
+    new_plan: Plan,
+    was: NodeGroupPlan,
+    replaced: frozenset[str] = frozenset(),
+    recorded: Optional[Mapping[str, object]] = None,
 ) -> GroupChange:
-    """A group the new configuration no longer has: its nodes go, and its jobs stop."""
+    """A group the new configuration no longer has: its nodes go, and its jobs stop (``recorded``: the last update's
+    record of what it installed)."""
     return GroupChange(
         path=was.path,
         action="delete",
         reasons=("removed from the stack file",),
         nodes=running_nodes(old_plan, was),
         strategy="delete",
-        jobs=job_stops(old_plan, new_plan, was.name, "delete", replaced=replaced),
+        jobs=job_stops(old_plan, new_plan, was.name, "delete", replaced=replaced, recorded=recorded),
         up_to=autoscales(old_plan, was),
     )

@@ -2,6 +2,7 @@
 says; :mod:`stacks.plan.group_changes` asks it for each group that rolls or goes."""
 
 from dataclasses import dataclass
+from typing import Mapping, Optional
 
 from components.catalog.platform import NODEGROUP_LABEL
 from components.catalog.timings import NODE_SURGE
@@ -9,6 +10,7 @@ from stacks.config import key
 from stacks.kinds import KINDS
 from stacks.plan import Plan
 from stacks.plan.admission import group_network
+from stacks.plan.minors import kubelet_minor
 from stacks.plan.nodes import EVICTION_LIMIT_MINUTES, NODE_SHUTDOWN_GRACE_S, node_shutdown_grace_s
 from stacks.plan.queues import PODS_READY_TIMEOUT_S
 
@@ -50,7 +52,7 @@ class JobStop:
     """Its pods' grace period after SIGTERM (``stopGracePeriodSeconds``)."""
     shutdown_grace_s: int = NODE_SHUTDOWN_GRACE_S
     """The most its pods get after SIGTERM when their node shuts down (:func:`~stacks.plan.nodes.node_shutdown_grace_s`
-    of the old configuration's minor)."""
+    of the kubelet its group's nodes run)."""
 
     def _past_limit(self) -> str:
         """The clause that says the roll fails the job, when it uses more retries than the job has."""
@@ -143,11 +145,13 @@ def job_stops(
     replaced: frozenset[str] = frozenset(),
     *,
     old_budgets: bool = False,
+    recorded: Optional[Mapping[str, object]] = None,
 ) -> tuple[JobStop, ...]:
     """The old configuration's jobs on ``group``, with what the new budget keeps (``old_budgets``: the old one, which
     the roll runs under): those of them that run when it rolls (the configuration cannot tell which) stop as it says.
     ``replaced``: the jobs whose object the update replaces (:func:`~stacks.plan.job_changes.run_changes`), during the
-    update, before a group it deletes goes at its end."""
+    update, before a group it deletes goes at its end; ``recorded``: the last update's record, whose AMI releases give
+    the kubelet a node's shutdown waits with (:func:`~stacks.plan.minors.kubelet_minor`)."""
     out = []
     for name, job in old_plan.jobs.items():
         kind = KINDS[job.kind]
@@ -185,7 +189,9 @@ def job_stops(
                 replaced=kind.job_object.kind if strategy == "delete" and name in replaced else "",
                 topology=topology,
                 grace_s=job.config.stop_grace_period_seconds,
-                shutdown_grace_s=node_shutdown_grace_s(old_plan.config.cluster.kubernetes_version),
+                shutdown_grace_s=node_shutdown_grace_s(
+                    kubelet_minor(job.group, old_plan.config.cluster.kubernetes_version, recorded)
+                ),
             )
         )
     return tuple(out)

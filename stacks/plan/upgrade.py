@@ -196,7 +196,9 @@ def _group_changes(
     new_names = {g.name for g in new_plan.all_groups}
     groups += [added_group(g) for g in new_plan.all_groups if g.name not in old_groups]
     groups += [
-        deleted_group(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names
+        deleted_group(old_plan, new_plan, was, replaced, deployed_versions)
+        for name, was in old_groups.items()
+        if name not in new_names
     ]
     if new_cluster:
         groups, notes = [], []

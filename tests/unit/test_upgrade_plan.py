@@ -261,6 +261,10 @@ def test_a_deleted_group_says_a_stop_past_the_nodes_shutdown_is_cut_short() -> N
         "and a pod still on it is not waited for (EKS's nodes wait for pods from Kubernetes 1.34): its stop "
         "checkpoint is cut short (its stopGracePeriodSeconds is 120)" in text
     ), text
+    # the kubelet is the one the record says the group runs: a group behind its cluster's minor waits as its own does
+    behind = {"nodeGroups.gpu.releaseVersion": "1.33.5-20260714"}
+    text = render_upgrade(upgrade_report(compare(plan_of("g6", old), plan_of("g6", new), deployed_versions=behind)))
+    assert "a pod still on it is not waited for (EKS's nodes wait for pods from Kubernetes 1.34)" in text, text
 
 
 def test_a_rolling_group_says_a_grace_period_past_the_eviction_limit_fails_its_update() -> None:
