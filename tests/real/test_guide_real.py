@@ -15,49 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.guide_page import EXAMPLES, FOR_EACH, SETUP
 from tests.harness import REPO
 from tests.wait import patient
-
-#: The tutorial whose examples these are.
-PAGE = REPO / "docs" / "tutorials" / "your-own-job.md"
-_MARK = re.compile(r"<!-- example ([\w-]+): (file (\S+)|run) -->\n```\w*\n(.*?)```", re.S)
-_FOR_EACH = re.compile(r"<!-- commands: examples -->\n```bash\n(.*?)```", re.S)
-
-
-def examples() -> dict[str, dict[str, object]]:
-    """Example name -> ``{"files": {path: text}, "run": [lines]}`` from the tutorial."""
-    out: dict[str, dict[str, object]] = {}
-    for m in _MARK.finditer(PAGE.read_text()):
-        name, what, path, body = m.groups()
-        entry = out.setdefault(name, {"files": {}, "run": None})
-        if what == "run":
-            entry["run"] = body.rstrip("\n").splitlines()
-        else:
-            entry["files"][path] = body  # type: ignore[index]
-    return out
-
-
-EXAMPLES = examples()
-#: The commands the page runs in each example's folder, as written.
-FOR_EACH = [line for block in _FOR_EACH.findall(PAGE.read_text()) for line in block.strip().splitlines()]
-#: The page's shell setup: the clone's virtualenv and the clone on PYTHONPATH (this Python and ``PYTHONPATH`` at this
-#: clone stand for them).
-SETUP = ["source ~/eks-training/.venv/bin/activate", "export PYTHONPATH=~/eks-training"]
-
-
-def test_the_guide_has_an_example_of_each_kind() -> None:
-    assert set(EXAMPLES) == {"pytorch", "command", "mpi"}
-    for name, entry in EXAMPLES.items():
-        assert entry["run"] and entry["files"], name
-    assert FOR_EACH == [*SETUP, "python -m stacks plan --stack mine"]
-
-
-def test_each_file_names_itself_where_the_reader_sees_it() -> None:
-    """The page's HTML comments are hidden on the site: each file's name shows in a caption just before it."""
-    text = PAGE.read_text()
-    marks = re.findall(r"<!-- example [\w-]+: file (\S+) -->", text)
-    captioned = re.findall(r"Save as `(\S+)`:\n\n<!-- example [\w-]+: file (\S+) -->", text)
-    assert len(marks) == 6 and captioned == [(path, path) for path in marks]
 
 
 def _matches(pattern: str, line: str) -> bool:
