@@ -3,7 +3,7 @@
 import ipaddress
 import os
 import re
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 import boto3
 
@@ -38,6 +38,9 @@ from stacks.preflight.machine import aws_cli_finding, program_bin
 from stacks.preflight.node_groups import check_node_group_quotas
 from stacks.preflight.session import CREDENTIAL_KEYS, CREDENTIALS_KEY, CredentialsError, stack_session
 from stacks.zones import MIN_CONTROL_PLANE_ZONES, Zone, choose_zones, control_plane_zones, find_zone
+
+#: What an AWS read of :func:`_vpc_read` answers.
+T = TypeVar("T")
 
 
 def available_zones(session: boto3.session.Session, region: str) -> list[Zone]:
@@ -211,15 +214,23 @@ def _vpc_zones(plan: Plan, zones: Optional[Sequence[Zone]], aws: AwsClient, find
     return sorted(out)
 
 
+def _vpc_read(findings: list[Finding], what: str, call: Callable[[], T]) -> Optional[T]:
+    """``call``'s answer, or ``None`` with a failed finding of ``existingVpc.vpcId`` where AWS did not answer."""
+    try:
+        return call()
+    except AwsCallError as exc:
+        findings.append(Finding(False, key("existingVpc.vpcId"), f"could not read {what} ({exc}) {SKIP_HINT}"))
+        return None
+
+
 def _vpc_dns(cfg: StackConfig, vpc_id: str, aws: AwsClient, findings: list[Finding]) -> None:
     """An existing VPC resolves DNS and names its instances: EKS's nodes cannot register with their cluster otherwise,
     and the private endpoint's name resolves only so (source key ``eks-network-requirements``)."""
     k = key("existingVpc.vpcId")
-    try:
-        support, hostnames = aws.vpc_dns(vpc_id)
-    except AwsCallError as exc:
-        findings.append(Finding(False, k, f"could not read the DNS attributes of {vpc_id} ({exc}) {SKIP_HINT}"))
+    read = _vpc_read(findings, f"the DNS attributes of {vpc_id}", lambda: aws.vpc_dns(vpc_id))
+    if read is None:
         return
+    support, hostnames = read
     attributes = (
         ("enableDnsSupport", "--enable-dns-support", support),
         ("enableDnsHostnames", "--enable-dns-hostnames", hostnames),
@@ -246,11 +257,10 @@ def _vpc_name_servers(cfg: StackConfig, vpc_id: str, aws: AwsClient, findings: l
     Where it does not, nodes resolve the endpoint's public name: that passes only with a public endpoint open to any
     address, which their NAT then reaches."""
     k = key("existingVpc.vpcId")
-    try:
-        servers, block = aws.vpc_name_servers(vpc_id)
-    except AwsCallError as exc:
-        findings.append(Finding(False, k, f"could not read the DHCP options of {vpc_id} ({exc}) {SKIP_HINT}"))
+    read = _vpc_read(findings, f"the DHCP options of {vpc_id}", lambda: aws.vpc_name_servers(vpc_id))
+    if read is None:
         return
+    servers, block = read
     amazon = {AMAZON_DNS, *AMAZON_DNS_ADDRESSES}
     if block:
         amazon.add(str(ipaddress.ip_network(block, strict=False).network_address + AMAZON_DNS_OFFSET))
