@@ -16,26 +16,11 @@ from pathlib import Path
 import pytest
 
 from stacks.box import build as box_build
+from tests.command_pages import box_blocks
 from tests.harness import REPO
 from tests.wait import patient
 
-PAGE = REPO / "docs" / "how-to" / "rehearse.md"
-_BOX = re.compile(r"<!-- commands: (box[^>]*?) -->\n```bash\n(.*?)```", re.S)
-
-
-def box_blocks() -> list[tuple[str, str]]:
-    """``(marker, block)`` of every box block of the guide."""
-    return _BOX.findall(PAGE.read_text())
-
-
 BLOCKS = box_blocks()
-
-
-def test_the_guide_has_the_box_commands() -> None:
-    text = "".join(block for _, block in BLOCKS)
-    for command in ("box build", "box up", "box down", "box bench", "rehearse --stack dev", "--exit-code", "--keep"):
-        assert f"python -m stacks {command}" in text or command in text, command
-    assert len(BLOCKS) >= 6
 
 
 @pytest.mark.parametrize("marker, block", BLOCKS, ids=[b.splitlines()[0] for _, b in BLOCKS])

@@ -5,34 +5,17 @@ download, an AWS account or the box's binaries says so in its own marker (``test
 own-job examples run in ``tests/real/test_guide_real.py``."""
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.command_pages import offline_blocks
 from tests.harness import REPO
 from tests.wait import patient
 
-DOCS = REPO / "docs"
-_OFFLINE = re.compile(r"<!-- commands: offline -->\n```bash\n(.*?)```", re.S)
-
-
-def offline_blocks() -> list[tuple[str, str]]:
-    """``(page, block)`` of every offline block of the tutorials and how-to guides."""
-    out = []
-    for folder in ("tutorials", "how-to"):
-        for page in sorted((DOCS / folder).glob("*.md")):
-            out += [(f"{folder}/{page.name}", block) for block in _OFFLINE.findall(page.read_text())]
-    return out
-
-
 BLOCKS = offline_blocks()
-
-
-def test_there_are_offline_blocks_to_run() -> None:
-    assert len(BLOCKS) >= 6, BLOCKS
 
 
 @pytest.mark.parametrize("page, block", BLOCKS, ids=[f"{p}:{b.splitlines()[0]}" for p, b in BLOCKS])
