@@ -577,6 +577,12 @@ def test_an_existing_vpc_without_dns_hostnames_fails_naming_the_command(proc: su
     ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
     on = about(run_preflight(cfg, None, session()), "eks-training:existingVpc.vpcId", "DNS hostnames")
     assert on.ok and on.message == f"{vpc} has DNS resolution and DNS hostnames on", on.message
+    # a VPC EC2 does not know: one failed finding that says what could not be read, and how to go on without it
+    missing = "vpc-0123456789abcdef0"
+    cfg = load(stack({"cpu": group(["m5.xlarge"])}, existingVpc={"vpcId": missing, "privateSubnetIds": subnets}))
+    unread = about(run_preflight(cfg, None, session()), "eks-training:existingVpc.vpcId", "could not read")
+    assert not unread.ok and unread.message.startswith(f"could not read the DNS attributes of {missing} ("), unread
+    assert unread.message.endswith("(to deploy without these checks, set eks-training:preflight.enabled: false)")
 
 
 def test_an_existing_vpc_whose_dhcp_options_lack_amazon_dns_fails_naming_the_fix(proc: sup.MotoProcess) -> None:

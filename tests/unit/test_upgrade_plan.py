@@ -265,6 +265,15 @@ def test_a_deleted_group_says_a_stop_past_the_nodes_shutdown_is_cut_short() -> N
     behind = {"nodeGroups.gpu.releaseVersion": "1.33.5-20260714"}
     text = render_upgrade(upgrade_report(compare(plan_of("g6", old), plan_of("g6", new), deployed_versions=behind)))
     assert "a pod still on it is not waited for (EKS's nodes wait for pods from Kubernetes 1.34)" in text, text
+    # so does a group removed from the stack file with the job that ran on it
+    two = copy.deepcopy(old)
+    two[P + "nodeGroups"]["old"] = copy.deepcopy(two[P + "nodeGroups"]["gpu"])
+    two[P + "jobs"]["again"] = {**copy.deepcopy(two[P + "jobs"]["train"]), "nodeGroup": "old"}
+    gone = {"nodeGroups.old.releaseVersion": "1.33.5-20260714"}
+    (deleted,) = [g for g in compare(plan_of("g6", two), plan_of("g6", old), deployed_versions=gone).groups]
+    assert deleted.action == "delete" and [j.shutdown_grace_s for j in deleted.jobs] == [0], deleted
+    (deleted,) = [g for g in compare(plan_of("g6", two), plan_of("g6", old)).groups]
+    assert [j.shutdown_grace_s for j in deleted.jobs] == [120], deleted
 
 
 def test_a_rolling_group_says_a_grace_period_past_the_eviction_limit_fails_its_update() -> None:
