@@ -20,7 +20,7 @@ from typing_extensions import NotRequired
 
 from components.addons import addon_version
 from components.args import checks_args
-from components.catalog import HTTPS_PORT, VPC_CNI_NETWORK_POLICY_CONFIG
+from components.catalog import ANYWHERE_IPV4, HTTPS_PORT, VPC_CNI_NETWORK_POLICY_CONFIG
 from components.catalog.addons import configuration_settings
 from components.catalog.operations import NODE_MONITORING_ADDON, NODE_MONITORING_CONFIGURATION
 from components.conventions import DEFAULT_CLUSTER_LOG_RETENTION_DAYS
@@ -411,7 +411,7 @@ class TrainingCluster(pulumi.ComponentResource):
             endpoint_private_access=True,
             endpoint_public_access=public,
             # pulumi-eks refuses publicAccessCidrs with a private-only endpoint
-            public_access_cidrs=list(args.get("public_access_cidrs") or ["0.0.0.0/0"]) if public else None,
+            public_access_cidrs=list(args.get("public_access_cidrs") or [ANYWHERE_IPV4]) if public else None,
             upgrade_policy={"support_type": args.get("support_type", "STANDARD")},
             authentication_mode=eks.AuthenticationMode.API,
             access_entries=access_entries(args, partition),

@@ -13,6 +13,7 @@ import pulumi_aws as aws
 from typing_extensions import NotRequired
 
 from components.args import checks_args
+from components.catalog import ANYWHERE_IPV4
 
 
 class TrainingVpcArgs(TypedDict):
@@ -203,7 +204,7 @@ class TrainingVpc(pulumi.ComponentResource):
         public_rt = aws.ec2.RouteTable(
             f"{name}-public-rt",
             vpc_id=vpc.id,
-            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block=ANYWHERE_IPV4, gateway_id=igw.id)],
             tags={**layout.tags, "Name": f"{name}-public-rt"},
             opts=child,
         )
@@ -252,7 +253,7 @@ class TrainingVpc(pulumi.ComponentResource):
             rt = aws.ec2.RouteTable(
                 f"{name}-private-rt-{az}",
                 vpc_id=vpc.id,
-                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+                routes=[aws.ec2.RouteTableRouteArgs(cidr_block=ANYWHERE_IPV4, nat_gateway_id=nat.id)],
                 tags={**layout.tags, "Name": f"{name}-private-rt-{az}"},
                 opts=child,
             )

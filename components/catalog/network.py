@@ -26,6 +26,9 @@ POD_IDENTITY_AGENT_PORT = 80
 #: cannot read the node role's credentials even though the launch templates' hop limit of 2 would let it.
 INSTANCE_METADATA_IPV4 = "169.254.169.254"
 
+#: Every IPv4 address: a default route's destination, a public endpoint or an egress rule open to all.
+ANYWHERE_IPV4 = "0.0.0.0/0"
+
 #: HTTPS: AWS APIs (S3, ECR, STS, EKS Auth), public dataset hosts and the Kubernetes API server (the
 #: ``kubernetes`` Service's port, served by the control plane's ENIs in the VPC).
 HTTPS_PORT = 443

@@ -17,6 +17,7 @@ from typing_extensions import NotRequired
 
 from components.args import checks_args
 from components.catalog import (
+    ANYWHERE_IPV4,
     CLUSTER_DNS_NAMESPACE,
     CLUSTER_DNS_POD_LABELS,
     DNS_PORT,
@@ -29,10 +30,6 @@ from components.conventions import COMMON_LABELS, ETCD_APP, JOB_LABEL, RENDEZVOU
 from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.naming import k8s_name
 from components.workloads.etcd import ETCD_CLIENT_PORT
-
-#: Where job pods may open HTTPS connections by default: anywhere (AWS service endpoints have no fixed
-#: addresses; the API server's ENIs are in the VPC).
-ANYWHERE_IPV4 = "0.0.0.0/0"
 
 NetworkPolicySpec = k8s.networking.v1.NetworkPolicySpecArgsDict
 
@@ -157,6 +154,7 @@ class TrainingNetworkPolicies(pulumi.ComponentResource):
         specs: dict[str, NetworkPolicySpec] = {
             "default-deny": default_deny(),
             "dns": dns_egress(),
+            # by default anywhere: AWS service endpoints have no fixed addresses; the API server's ENIs are in the VPC
             "job-egress": job_egress(list(args.get("egress_cidrs") or [ANYWHERE_IPV4])),
         }
         if args.get("etcd", False):

@@ -19,7 +19,7 @@ from components.catalog import (
     in_standard_support,
 )
 from components.catalog.addons import ADDON_VERSION_RE, addon_version_tuple, version_text
-from components.catalog.network import SERVICE_CIDR_BLOCKS, SERVICE_CIDR_PREFIXES
+from components.catalog.network import ANYWHERE_IPV4, SERVICE_CIDR_BLOCKS, SERVICE_CIDR_PREFIXES
 from components.catalog.platform import billed_extended
 from components.conventions import DEFAULT_CLUSTER_LOG_RETENTION_DAYS
 from stacks.config.base import ROLE_ARN_RE, AmiRelease, Model, cidr_problem, ipv4, reference
@@ -66,7 +66,7 @@ class ClusterConfig(Model):
     endpoint_public_access: bool = True
     """Whether the API server has a public endpoint (the private one is always on); with false, `pulumi up` must run
     from a network privateAccessCidrs lets in: inside the VPC, or over a VPN."""
-    public_access_cidrs: list[str] = Field(default_factory=lambda: ["0.0.0.0/0"])
+    public_access_cidrs: list[str] = Field(default_factory=lambda: [ANYWHERE_IPV4])
     """The CIDRs allowed to reach the public endpoint; only with endpointPublicAccess: true."""
     private_access_cidrs: list[str] = Field(default_factory=list)
     """The networks allowed to reach the private endpoint on port 443, such as a bastion's subnet or a VPN's range:

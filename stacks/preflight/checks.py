@@ -11,11 +11,11 @@ from components.catalog import (
     AMAZON_DNS,
     AMAZON_DNS_ADDRESSES,
     AMAZON_DNS_OFFSET,
+    ANYWHERE_IPV4,
     MAX_SPOT_DISCOUNT,
     QUOTA_NAMES,
     VCPU_QUOTAS,
 )
-from components.workloads.network_policy import ANYWHERE_IPV4
 from stacks.config import ConfigError, StackConfig, key
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.checklist import quota_needs, type_key
