@@ -132,6 +132,24 @@ NODE_UPDATE_STRATEGIES: Mapping[str, NodeUpdateStrategy] = {
 }
 
 
+#: EKS's limit on a pod leaving a node during a managed node group update (source key ``eks-managed-node-update``).
+EVICTION_LIMIT_MINUTES = 15
+#: How long EKS lets a node of a group it deletes drain before it terminates it (source key
+#: ``eks-delete-managed-node-group``).
+DELETE_DRAIN_LIMIT_S = 300
+#: The most a pod gets after SIGTERM when its node shuts down: the kubelet's graceful shutdown on EKS's AL2023 nodes,
+#: less the share kept for critical pods, from the Kubernetes minor that turns it on; before it, the kubelet does
+#: not wait for pods at all (source key ``eks-ami-graceful-shutdown``).
+NODE_SHUTDOWN_GRACE_S = 120
+GRACEFUL_SHUTDOWN_FROM = "1.34"
+
+
+def node_shutdown_grace_s(minor: str) -> int:
+    """The most a pod gets after SIGTERM when a node of Kubernetes ``minor`` shuts down (:data:`NODE_SHUTDOWN_GRACE_S`
+    from :data:`GRACEFUL_SHUTDOWN_FROM`, else none)."""
+    return NODE_SHUTDOWN_GRACE_S if minor_number(minor) >= minor_number(GRACEFUL_SHUTDOWN_FROM) else 0
+
+
 @dataclass(frozen=True, kw_only=True)
 class NoSurge:
     """A source of capacity that launches no instance beyond what a group already runs, so a ``DEFAULT`` roll (new

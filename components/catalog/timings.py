@@ -8,6 +8,8 @@ in minutes, to compare paths with: not a promise of how long a deployment takes.
 from dataclasses import dataclass
 from typing import Mapping
 
+from components.catalog.platform import EVICTION_LIMIT_MINUTES
+
 
 @dataclass(frozen=True, kw_only=True)
 class Duration:
@@ -97,12 +99,15 @@ CREATION: Mapping[str, Duration] = {
 }
 
 #: Rolling one node of a managed node group (a new AMI release, Kubernetes minor or launch template): its pods
-#: evicted, which EKS allows 15 minutes, then its replacement launched, registered and Ready.
+#: evicted, which EKS allows :data:`~components.catalog.platform.EVICTION_LIMIT_MINUTES`, then its replacement
+#: launched, registered and Ready.
 NODE_ROLL = Duration(
     minutes=20.0,
-    what="one node of a managed node group rolled: drained (up to EKS's 15-minute eviction limit), replaced and Ready",
+    what=f"one node of a managed node group rolled: drained (up to EKS's {EVICTION_LIMIT_MINUTES}-minute eviction "
+    "limit), replaced and Ready",
     sources=("eks-managed-node-update",),
-    estimate="the 15-minute limit plus a new node's 4 minutes (the node group's creation above), rounded up",
+    estimate=f"the {EVICTION_LIMIT_MINUTES}-minute limit plus a new node's 4 minutes (the node group's creation "
+    "above), rounded up",
 )
 #: The ``DEFAULT`` update strategy's scale-up: new nodes launched and Ready before the first old node is drained
 #: (``MINIMAL`` has none: each node's replacement is launched after it goes, within :data:`NODE_ROLL`).

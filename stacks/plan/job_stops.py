@@ -4,14 +4,18 @@ says; :mod:`stacks.plan.group_changes` asks it for each group that rolls or goes
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from components.catalog.platform import NODEGROUP_LABEL
+from components.catalog.platform import (
+    EVICTION_LIMIT_MINUTES,
+    NODE_SHUTDOWN_GRACE_S,
+    NODEGROUP_LABEL,
+    node_shutdown_grace_s,
+)
 from components.catalog.timings import NODE_SURGE
 from stacks.config import key
 from stacks.kinds import KINDS
 from stacks.plan import Plan
 from stacks.plan.admission import group_network
 from stacks.plan.minors import kubelet_minor
-from stacks.plan.nodes import EVICTION_LIMIT_MINUTES, NODE_SHUTDOWN_GRACE_S, node_shutdown_grace_s
 from stacks.plan.queues import PODS_READY_TIMEOUT_S
 
 

@@ -19,29 +19,12 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from components.catalog.amis import NEWEST_AMI_RELEASE, release_of, release_version
-from components.catalog.platform import minor_number
 from stacks.config.cluster import ClusterConfig
 from stacks.plan.record import recorded_entry
 
-#: EKS's limit on a pod leaving a node during a managed node group update (source key ``eks-managed-node-update``).
-EVICTION_LIMIT_MINUTES = 15
-#: How long EKS lets a node of a group it deletes drain before it terminates it (source key
-#: ``eks-delete-managed-node-group``).
-DELETE_DRAIN_LIMIT_S = 300
-#: The most a pod gets after SIGTERM when its node shuts down: the kubelet's graceful shutdown on EKS's AL2023 nodes,
-#: less the share kept for critical pods, from the Kubernetes minor that turns it on; before it, the kubelet does
-#: not wait for pods at all (source key ``eks-ami-graceful-shutdown``).
-NODE_SHUTDOWN_GRACE_S = 120
-GRACEFUL_SHUTDOWN_FROM = "1.34"
 #: How the record (the output ``deployedVersions``) names the AMI release a group runs, as EKS reported it at the end
 #: of the update: ``<the group's config path>.releaseVersion``.
 RELEASE_SUFFIX = ".releaseVersion"
-
-
-def node_shutdown_grace_s(minor: str) -> int:
-    """The most a pod gets after SIGTERM when a node of Kubernetes ``minor`` shuts down (:data:`NODE_SHUTDOWN_GRACE_S`
-    from :data:`GRACEFUL_SHUTDOWN_FROM`, else none)."""
-    return NODE_SHUTDOWN_GRACE_S if minor_number(minor) >= minor_number(GRACEFUL_SHUTDOWN_FROM) else 0
 
 
 @dataclass(frozen=True)

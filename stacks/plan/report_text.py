@@ -4,6 +4,7 @@ the mapping :func:`stacks.plan.report.report` builds, in order."""
 import shlex
 from typing import Any, Optional
 
+from components.catalog.platform import EVICTION_LIMIT_MINUTES
 from stacks.costs import money
 from stacks.kinds import KINDS
 
@@ -367,7 +368,7 @@ def _ami_line(g: dict[str, Any]) -> str:
     roll = (
         "a roll replaces one node at a time, one pod of a job at a time (an elastic job down to its minNodes)"
         if g["updateStrategy"] == "rolling"
-        else "a roll waits for the group's jobs (EKS fails it after 15 minutes while they run)"
+        else f"a roll waits for the group's jobs (EKS fails it after {EVICTION_LIMIT_MINUTES} minutes while they run)"
     )
     eks = g["eksUpdateStrategy"]
     if eks["why"]:

@@ -16,6 +16,7 @@ import ipaddress
 from dataclasses import dataclass, replace
 from typing import Mapping, Optional
 
+from components.catalog.platform import DELETE_DRAIN_LIMIT_S
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, FSX_UPDATE_WAIT
 from stacks.config import ConfigError, key
 from stacks.plan import NodeGroupPlan, Plan, same_cluster
@@ -43,7 +44,6 @@ from stacks.plan.job_changes import (
 )
 from stacks.plan.minors import VERSION_KEY, minor_problems, minor_step
 from stacks.plan.network_change import network_notes, network_problems
-from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S
 from stacks.plan.storage_change import (
     data_changes,
     fsx_updated_in_place,

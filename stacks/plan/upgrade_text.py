@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
+from components.catalog.platform import DELETE_DRAIN_LIMIT_S, GRACEFUL_SHUTDOWN_FROM
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_ROLL, NODE_SURGE
 from components.conventions import SHARED_MOUNT
 from stacks.config import ConfigError
@@ -13,7 +14,6 @@ from stacks.plan import Plan
 from stacks.plan.job_changes import NEW_DATA_RERUN
 from stacks.plan.job_stops import JobStop
 from stacks.plan.minors import unpinned_note, unset_minor
-from stacks.plan.nodes import DELETE_DRAIN_LIMIT_S, GRACEFUL_SHUTDOWN_FROM
 from stacks.plan.old_config import plan_old
 from stacks.plan.upgrade import GROUP_DELETION_MINUTES, Upgrade, compare
 from stacks.stackfile import (

@@ -118,7 +118,7 @@ def test_the_pages_state_kueues_pods_ready_timeout_as_the_program_sets_it() -> N
     """The pages say how long Kueue waits for a job's pods (``waitForPodsReady``'s timeout, and its recovery timeout,
     which defaults to it) in minutes or seconds: the value ``PODS_READY_TIMEOUT_S`` sets, and the requeue backoff the
     values beside it. EKS's eviction limit shares a sentence with them in places."""
-    from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
+    from components.catalog.platform import EVICTION_LIMIT_MINUTES
     from stacks.plan.queues import PODS_READY_TIMEOUT_S, REQUEUE_BACKOFF_BASE_S, REQUEUE_BACKOFF_MAX_S
 
     allowed = {str(PODS_READY_TIMEOUT_S // 60), f"{PODS_READY_TIMEOUT_S} s", str(EVICTION_LIMIT_MINUTES)}
