@@ -41,6 +41,9 @@ def _versions(tag: str, patches: Mapping[str, int]) -> dict[str, str]:
 #: Releases of the EKS AL2023 AMIs for the Kubernetes minors this project supports, oldest first (each from its
 #: release notes: source keys ``eks-ami-v20260610``, ``eks-ami-v20260618``, ``eks-ami-v20260625``,
 #: ``eks-ami-v20260714``). All four ship NVIDIA driver 580.159.03, which runs CUDA 13.0 (the training image's torch).
+#: Releases from v20260917 carry two drivers and load one per instance type at first boot (source key
+#: ``eks-ami-two-drivers``): their rows need the driver per GPU model before they go here, since the 580 series is the
+#: last for p3's V100 (:func:`components.catalog.gpus.last_driver_branch`).
 AMI_RELEASES: Mapping[str, AmiRelease] = {
     r.tag: r
     for r in (

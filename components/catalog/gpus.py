@@ -81,6 +81,17 @@ GPU_MODELS: Mapping[str, GpuModel] = {
 }
 
 
+#: NVIDIA's driver branches end older architectures: the 580 series is the last for GPUs below compute capability 7.5
+#: (Maxwell, Pascal and Volta, the V100 of p3 and p3dn; source key ``nvidia-driver-deprecation``).
+LAST_DRIVER_BRANCH_BELOW: Mapping[tuple[int, int], int] = {(7, 5): 580}
+
+
+def last_driver_branch(capability: tuple[int, int]) -> Optional[int]:
+    """The newest NVIDIA driver branch that supports a GPU of ``capability`` (``None``: every branch so far)."""
+    ends = [branch for below, branch in LAST_DRIVER_BRANCH_BELOW.items() if capability < below]
+    return min(ends) if ends else None
+
+
 @dataclass(frozen=True)
 class CudaTarget:
     """One ``-gencode`` target: machine code (``sm``) or PTX (``compute``) for a compute capability."""

@@ -1105,6 +1105,12 @@ SOURCES: Mapping[str, Source] = {
         "1.32.13-20260714, 1.33.13-20260714, 1.34.9-20260714, 1.35.6-20260714, 1.36.2-20260714; "
         "kmod-nvidia-latest-dkms 580.159.03 in the AL2023_x86_64_NVIDIA AMIs",
     ),
+    "eks-ami-two-drivers": Source(
+        url="https://github.com/awslabs/amazon-eks-ami/issues/2768",
+        shows="a maintainer's answer (2026-09-21): from release v20260917 \"the EKS AMIs now include two NVIDIA driver "
+        "versions and select the correct one based on the instance type at first boot\", pointing to "
+        "https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html#eks-amis-nvidia-al2023",
+    ),
     "cuda-driver-compatibility": Source(
         url="https://docs.nvidia.com/deploy/cuda-compatibility/",
         shows="minor version compatibility: applications built with CUDA 13.x run on drivers >= 580, with CUDA 12.x "
@@ -1228,6 +1234,11 @@ SOURCES: Mapping[str, Source] = {
         "Hopper(9.0), Blackwell(10.0, 12.0) (the rows of https://github.com/pytorch/pytorch/pull/182849; Volta left "
         "the CUDA 12.8 build in 2.11, https://github.com/pytorch/pytorch/issues/172352). The CUDA 12.6 build is "
         "installed with pip install torch --index-url https://download.pytorch.org/whl/cu126",
+    ),
+    "nvidia-driver-deprecation": Source(
+        url="https://forums.developer.nvidia.com/t/unix-graphics-feature-deprecation-schedule/60588",
+        shows="NVIDIA's Unix graphics feature deprecation schedule: \"The release 580 series will be the last to "
+        "support GPUs based on the Maxwell, Pascal, and Volta architectures\"",
     ),
     "cuda-13-volta": Source(
         url="https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html",

@@ -11,6 +11,7 @@ from components.catalog.amis import (
     release_of,
     release_version,
 )
+from components.catalog.gpus import GPU_MODELS, last_driver_branch
 from components.catalog.platform import SUPPORTED_KUBERNETES_VERSIONS
 from components.catalog.sources import SOURCES
 from components.catalog.torch import TORCH_BUILDS
@@ -95,3 +96,19 @@ def test_a_release_whose_driver_is_older_than_the_groups_torch_build_needs_is_re
         "eks-training:cluster.amiRelease: release v20260714 ships NVIDIA driver 570.1.01, older than the 580 the "
         "training image's CUDA 13.0 needs on nodeGroups.h100; pin a newer release"
     ], problems
+
+
+def test_every_release_drives_every_gpu_model() -> None:
+    """A release models one NVIDIA driver for every GPU group, so that driver's branch must still support each GPU
+    model the catalog names: a release whose branch dropped one (the 580 series is the last for Volta) needs the
+    driver per GPU model first (the comment above AMI_RELEASES says why)."""
+    for r in AMI_RELEASES.values():
+        for model in GPU_MODELS.values():
+            last = last_driver_branch(model.compute_capability)
+            assert last is None or r.nvidia_driver[0] <= last, (r.tag, model.name, last)
+
+
+def test_the_last_driver_branch_of_each_architecture() -> None:
+    assert last_driver_branch(GPU_MODELS["NVIDIA V100"].compute_capability) == 580
+    assert last_driver_branch(GPU_MODELS["NVIDIA T4"].compute_capability) is None
+    assert last_driver_branch((6, 0)) == 580 and last_driver_branch((10, 0)) is None
