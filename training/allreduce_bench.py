@@ -6,9 +6,10 @@ or by ``mpirun`` (an MPIJob: ranks from ``OMPI_COMM_WORLD_*``, rank 0 at ``MASTE
 times ``--iters`` in-place all-reduces (the slowest rank's time) and reports nccl-tests' ``algbw`` and ``busbw``.
 Rank 0 prints one JSON object a line (``allreduce_result`` per size, then ``allreduce_summary``, also written to
 ``--output-json``). Exit codes of every worker (all ranks agree, except on 1): 0 results correct and busbw at the
-largest size reaches ``--min-busbw-gbps``; 1 ``--output-json`` not written or an unexpected error (a collective timed
-out); 2 bad command line, or ``mpirun`` without ``MASTER_ADDR``/``MASTER_PORT``; 3 busbw below ``--min-busbw-gbps``
-(always with one process); 4 a wrong result (before 3 and 5); 5 a world size other than ``--expect-world-size``.
+largest size reaches ``--min-busbw-gbps``; 1 ``--output-json`` or ``--metrics-json`` not written, or an unexpected error
+(a collective timed out); 2 bad command line, or ``mpirun`` without ``MASTER_ADDR``/``MASTER_PORT``; 3 busbw below
+``--min-busbw-gbps`` (always with one process); 4 a wrong result (before 3 and 5); 5 a world size other than
+``--expect-world-size``; 6 ``--require-efa`` found no usable EFA (checked before measuring).
 
 The command lines, the method and its choices: "The all-reduce check" in docs/explanation/programs.md."""
 

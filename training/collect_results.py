@@ -207,7 +207,8 @@ def kept_files(output_dir: Path, patterns: list[str]) -> list[Path]:
 
 def merged_metrics(name: str, own: dict[str, Any] | None, state: State) -> dict[str, Any]:
     """The experiment's own ``metrics.json`` (if it wrote one) with its status and Kubernetes' times: ``wall_time_s``
-    is the program's measurement when it gave one, else the job's duration (``metricsSource`` says which)."""
+    is the program's measurement when it gave one, else the job's duration; ``metrics_source`` says whether the
+    program wrote a ``metrics.json``."""
     record: dict[str, Any] = dict(own or {})
     record.setdefault("schema", "eks-training.metrics/1")
     for k in (

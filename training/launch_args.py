@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="launch.py",
         usage="%(prog)s --output-dir DIR --rdzv-backend {etcd-v2,c10d} --rdzv-endpoint HOST[:PORT] "
         "--rdzv-id ID [options] -- torchrun ...",
-        description="Skip a finished run, reset a closed etcd-v2 rendezvous, then exec the command after --.",
+        description="Skip a finished run, reset a closed etcd-v2 rendezvous, then run the command after -- as its "
+        "child.",
     )
     parser.add_argument(
         "--output-dir", required=True, type=Path, help="the run's shared output folder; DIR/DONE marks a finished run"

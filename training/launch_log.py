@@ -20,4 +20,5 @@ def log(event: str, at: float | None = None, **fields: Any) -> None:
 
 
 class LaunchError(Exception):
-    """etcd unreachable or the stored state is unusable (exit code 1)."""
+    """The launch cannot go on: etcd unreachable or refusing, a marker or a stored state unreadable, python-etcd or
+    torch missing (exit code 1)."""

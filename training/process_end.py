@@ -1,7 +1,7 @@
 """How a distributed training program ends its process: :func:`end_process`.
 
-Used by every program the training image runs under torchrun (``train.py``, ``allreduce_bench.py``,
-``synthetic_benchmark.py``); a user's own program can do the same (the job guide in the README)."""
+Used by ``train.py``, ``allreduce_bench.py`` and ``synthetic_benchmark.py``, and by ``run_script.py`` for a job's own
+script."""
 
 from __future__ import annotations
 

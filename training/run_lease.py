@@ -153,7 +153,6 @@ class RunLease:
         self.restart_count = restart_count
         self.token = uuid.uuid4().hex
         self.record: LeaseRecord | None = None
-        self._last_renew = 0.0
         self._unreadable_since: dict[int, float] = {}
         #: Renewals (the keeper's thread) and the final release (the training loop) never interleave their writes.
         self._write_lock = threading.Lock()
@@ -234,7 +233,6 @@ class RunLease:
         finally:
             tmp.unlink(missing_ok=True)
         self.record = record
-        self._last_renew = time.monotonic()
         self._prune(record.generation)
         self._drop_requests_of_members()
         return Verdict(True, holder, why)
@@ -261,10 +259,6 @@ class RunLease:
         return failures
 
     # ---------------------------------------------------------------- renewing
-    def due(self) -> bool:
-        """A renewal is due (``renew_every_s`` since the last one)."""
-        return self.record is not None and time.monotonic() - self._last_renew >= self.renew_every_s
-
     def renew(self, step: int) -> str:
         """Renew now; return ``"ok"``, ``"lost"`` (a newer generation exists) or ``"yield"``.
 
@@ -281,12 +275,7 @@ class RunLease:
             record.renewed_at = time.time()
             record.step = step
             self._write()
-            self._last_renew = time.monotonic()
         return "yield" if self.requests() else "ok"
-
-    def maybe_renew(self, step: int) -> str:
-        """:meth:`renew` if due, else ``"ok"``."""
-        return self.renew(step) if self.due() else "ok"
 
     def still_owner(self) -> bool:
         """No newer generation exists (checked before writing a checkpoint)."""
@@ -384,16 +373,9 @@ class RunLease:
 
 
 class LeaseKeeper:
-    r"""Renews a held lease from a thread of its own while the training loop runs.
-
-    Why a thread: the lease lives on the shared volume, and a write to EFS or FSx can stall for minutes under load.
-    Renewed in the training loop, a stalled write held rank 0 while the other ranks waited in their next collective
-    until its timeout (``collectiveTimeoutSeconds``, 60 s by default), so a slow volume cost the attempt. Here the loop
-    only :meth:`beat`\ s (in memory) and reads what the keeper learned (:meth:`news`).
-
-    Liveness is kept as it was: the keeper renews only while the loop beats. A loop stuck for longer than the lease's
-    TTL stops the renewals, and the lease expires as it did when the loop renewed it itself.
-    """
+    r"""Renews a held lease from a thread of its own while the training loop :meth:`beat`\ s, so a stalled write to
+    the shared volume does not hold rank 0 in its loop; a loop silent for a TTL stops the renewals and its lease
+    expires ("The run lease" in docs/explanation/failures.md)."""
 
     def __init__(self, lease: RunLease) -> None:
         self.lease = lease

@@ -2,7 +2,7 @@
 bundled programs end theirs (:func:`process_end.end_process`).
 
 Every ``pytorch`` job's command puts it in front of the job's script (``torchrun ... /app/run_script.py SCRIPT
-ARGS``, ``components.workloads.training.RUN_SCRIPT``), so a rank that finished its work exits 0 instead of aborting in
+ARGS``, ``components.workloads.pytorch.RUN_SCRIPT``), so a rank that finished its work exits 0 instead of aborting in
 the interpreter's finalisation, which torchrun would count as a failure. The script runs as ``__main__`` with its own
 ``__file__``, ``sys.argv`` and ``sys.path[0]``; then threading's exit hooks, non-daemon threads and ``atexit``
 handlers run and open files and standard streams are flushed, as at a program's end. Only the rest of finalisation is

@@ -1,13 +1,13 @@
 """Stage a dataset's tarball onto the shared volume (the data-staging Job); by default CIFAR-10's.
 
-``python /app/stage_data.py --dest /data [--source URL|s3://bucket/key|file:///path] [--md5 HEX]
-[--expected-bytes N] [--lock-timeout SECONDS] [--retries N]``. Under an exclusive ``fcntl`` lock on
-``<dest>/.stage_data.lock`` it exits 0 at once when ``<dest>/.cifar10-staged.json`` records the same source and every
-file is in place; otherwise it downloads into ``<dest>``, checks size and md5 (the official tarball's by default),
+``python /app/stage_data.py --dest /data [--source URL|s3://bucket/key|file:///path] [--md5 HEX] [--expected-bytes N]
+[--lock-timeout SECONDS] [--retries N]``. It exits 0 at once when ``<dest>/.cifar10-staged.json`` records the same
+source and every file is in place (checked again under an exclusive ``fcntl`` lock on ``<dest>/.stage_data.lock``);
+otherwise, holding the lock, it downloads into ``<dest>``, checks size and md5 (the official tarball's by default),
 extracts safely, swaps the archive's top-level entries in with ``os.rename`` and writes the marker last. The archive's
-content lands in ``<dest>``; a CIFAR-10 tarball's (``cifar-10-batches-py/``) is checked to hold every batch.
-``s3://`` uses boto3 and the standard AWS environment. Exit code 0 on success (or nothing to do), 1 on any failure; a
-failed run leaves no partial data in ``<dest>``. The steps and why: "Data staging" in docs/explanation/programs.md."""
+content lands in ``<dest>``; a CIFAR-10 tarball's (``cifar-10-batches-py/``) is checked to hold every batch. ``s3://``
+uses boto3 and the standard AWS environment. Exit code 0 on success (or nothing to do), 1 on any failure; a failed run
+leaves no partial data in ``<dest>``. The steps and why: "Data staging" in docs/explanation/programs.md."""
 
 from __future__ import annotations
 

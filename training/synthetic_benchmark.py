@@ -132,7 +132,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=os.environ.get("OUTPUT_DIR"),
         help="where the result, metrics.json and DONE go (default $OUTPUT_DIR)",
     )
-    # The job's collectiveTimeoutSeconds reaches the pods as PG_TIMEOUT_SECONDS (components/workloads/training.py),
+    # The job's collectiveTimeoutSeconds reaches the pods as PG_TIMEOUT_SECONDS (components/workloads/pytorch.py),
     # read here as train.py reads it: a hung peer stalls the other ranks (and every GPU of the run) this long.
     env_timeout = os.environ.get("PG_TIMEOUT_SECONDS", "")
     parser.add_argument(

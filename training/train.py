@@ -1,7 +1,8 @@
 """Multi-node data-parallel training of a ResNet-9 on CIFAR-10, launched by torchrun.
 
 One ``torchrun`` per node (in the pods: through ``launch.py``); without torchrun it runs as a single process. Rank 0
-checkpoints every epoch and every ``--checkpoint-every-seconds`` (:mod:`checkpointer`), holds the run lease
+checkpoints every epoch, every ``--checkpoint-every-seconds`` and every ``--checkpoint-every-steps``
+(:mod:`checkpointer`), holds the run lease
 (:mod:`run_lease`) and ends a crash loop (``--max-failed-attempts``) by writing ``FAILED``; a stop signal ends every
 rank after the same step, with its checkpoint. Exit codes: 0 the run is over (``DONE`` or ``FAILED`` written), 75
 (:data:`EXIT_STOPPED`) stopped in order at a step boundary, checkpoint written (a stop request, the lease yielded or

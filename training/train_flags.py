@@ -22,7 +22,7 @@ DEFAULT_CHECKPOINT_DEADLINE_SECONDS = 900.0
 
 
 #: Settings the pods' environment carries (the jobs set them from the stack's config; see
-#: components/workloads/training.py): a flag given on the command line wins over its variable.
+#: components/workloads/pytorch.py): a flag given on the command line wins over its variable.
 ENV_DEFAULTS = {
     "data_dir": "DATA_DIR",
     "output_dir": "OUTPUT_DIR",

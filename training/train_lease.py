@@ -1,5 +1,5 @@
-"""The run lease at an attempt's start: rank 0 takes it (:mod:`run_lease`) before the output folder is touched, and
-every rank waits for the verdict."""
+"""The run lease at an attempt's start: rank 0 takes it (:mod:`run_lease`) before anything is written to the output
+folder, and every rank waits for the verdict."""
 
 from __future__ import annotations
 

@@ -134,7 +134,7 @@ def write_final_artifacts(
     history: list[dict[str, Any]],
     run_start: float,
 ) -> None:
-    """Rank 0: ``model.pt``, ``training_summary.json`` and ``DONE`` (all atomic)."""
+    """Rank 0: ``model.pt``, ``training_summary.json``, ``metrics.json``, then ``DONE`` (all atomic)."""
     output_dir: Path = args.output_dir
     final = history[-1] if history else {}
     state_dict = {k: v.detach().cpu() for k, v in model.state_dict().items()}

@@ -1,5 +1,5 @@
 """How a stop reaches every rank at the same step: the signal flag (:class:`StopRequest`), DataLoader workers that
-ignore the signal, the per-step all-reduce that carries every rank's stop reasons, and the trainer's exit codes."""
+ignore the signal, the per-step all-reduce that carries every rank's stop reasons, and ``EXIT_OK``."""
 
 from __future__ import annotations
 

@@ -70,8 +70,7 @@ def reachable(host: str, port: int, timeout_s: float) -> tuple[str, bool]:
 
 
 def stop(signum: int, _frame: Any) -> None:
-    """SIGTERM (the pod deleted, the job suspended): end at once, as the kubelet asks. ``os._exit``, not an exception:
-    a handler that runs inside a finalizer (closing an HTTP error's response) would have its exception ignored."""
+    """SIGTERM (the pod deleted, the job suspended): end at once with :data:`EXIT_STOPPED`, as the kubelet asks."""
     log("stopped", signal=signum)
     os._exit(EXIT_STOPPED)
 
