@@ -1,14 +1,13 @@
 """Reusable Pulumi components for distributed deep-learning training on AWS EKS.
 
-Import them from another Pulumi project::
+Import them from another Pulumi project (installed with pip; ``components`` in a checkout)::
 
-    from components import TrainingVpc, TrainingCluster, TrainingNodeGroup, DevicePlugin, EfsStorage
+    from eks_training.components import TrainingVpc, TrainingCluster, TrainingNodeGroup, DevicePlugin, EfsStorage
 
-Every component follows Pulumi's component anatomy: ``Component(name, args: <Name>Args, opts)``,
-type token ``eks-training:index:<Name>``, children parented to the component, typed outputs. Args
-are TypedDicts of plain schema types, so Pulumi infers a schema for other languages (see
-``provider/``). Components take ids, ARNs, the ``eks.Cluster`` and a ``kubernetes`` provider (through
-``opts``), never instances of each other.
+Every component follows Pulumi's component anatomy: ``Component(name, args: <Name>Args, opts)``, type token
+``eks-training:index:<Name>``, children parented to the component, typed outputs. Args are TypedDicts of plain schema
+types, so Pulumi infers a schema for other languages (the repository's ``provider/`` folder). Components take ids,
+ARNs and other outputs, and a ``kubernetes`` provider through ``opts``, never instances of each other.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -311,6 +311,10 @@ class TrainingCluster(pulumi.ComponentResource):
                 "system_node_labels": self.system_node_labels,
                 "log_group_name": self.log_group_name,
                 "installed_addons": self.installed_addons,
+                "addon_names": self.addon_names,
+                "cluster": self.cluster,
+                "coredns_addon": self.coredns_addon,
+                "pod_identity_agent_addon": self.pod_identity_agent_addon,
             }
         )
 

@@ -479,7 +479,9 @@ def node_profile(
     labels: Optional[Mapping[str, str]] = None,
     taints: Optional[Sequence[NodeTaint]] = None,
 ) -> NodeProfile:
-    """The profile of a group of ``facts``' types (:class:`InconsistentFacts` for contradictory EFA facts)."""
+    """What a node group offers its jobs: its labels and taints, a whole node's pod size, its EFA devices and GPU
+    label. Give the group's ``role``, its instance types (``INSTANCE_TYPES[name]``), its ``efa``, and the ``labels``
+    and ``taints`` it was given (:class:`InconsistentFacts` for contradictory EFA facts)."""
     sizing = sizing_type(facts)
     profile = efa_profile(sizing) if efa else None
     accelerator = accelerator_label_value(sizing.gpu_model) if sizing.gpus else None

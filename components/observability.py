@@ -167,6 +167,7 @@ class FleetObservability(pulumi.ComponentResource):
                 "dashboard_url": self.dashboard_url,
                 "alarm_topic_arn": self.alarm_topic_arn,
                 "installed_addon": self.installed_addon,
+                "alarm_names": self.alarm_names,
             }
         )
 

@@ -137,7 +137,7 @@ class JobSpec(TypedDict):
     """Make ``pulumi up`` wait until the job completes, or fails with its reason. Default False."""
     queue_timeout_hours: NotRequired[float]
     """When ``pulumi up`` waits for the job: how long it may wait in its queue and for nodes, on top of its deadline.
-    Default :data:`~components.workloads.waits.DEFAULT_QUEUE_TIMEOUT_HOURS`."""
+    Default one hour (``DEFAULT_QUEUE_TIMEOUT_HOURS``, :mod:`components.workloads.waits`)."""
     read_only_root_filesystem: NotRequired[bool]
     """Run the job's containers with a read-only root file system; ``/tmp`` (also ``HOME``) is a writable
     ``emptyDir``, outputs go to the shared volume. Default True (False for :class:`MpiJob`, whose workers' sshd
@@ -146,8 +146,9 @@ class JobSpec(TypedDict):
     """Folder for the job's TensorBoard event files (``TENSORBOARD_DIR``; the TensorBoard component reads it)."""
     queue_labels: NotRequired[Mapping[str, str]]
     """Kueue's labels (``kueue.x-k8s.io/queue-name``, ``kueue.x-k8s.io/priority-class``): the job is created suspended
-    and waits in that queue, holding no pod, until Kueue admits all of it (``components.admission``). Pass the
-    queue's Output in ``after`` so the job is created once the queue exists."""
+    and waits in that queue, holding no pod, until Kueue admits all of it. The cluster needs Kueue and that
+    LocalQueue: this project's program makes them (``components.admission``, not exported), another program makes
+    its own. Pass the queue's Output in ``after`` so the job is created once the queue exists."""
     queue_annotations: NotRequired[Mapping[str, str]]
     """Kueue's annotations on the workers' pod template (``kueue.x-k8s.io/podset-preferred-topology``: topology-aware
     placement on the group, :mod:`stacks.plan.admission`)."""

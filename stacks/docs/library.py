@@ -93,6 +93,40 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+#: What a program of your own calls beside the components (the components guide's example imports them): module in a
+#: checkout, name, and for a value (not a function or class) what it is.
+HELPERS: tuple[tuple[str, str, str], ...] = (
+    ("components.catalog", "INSTANCE_TYPES", "Every instance type the project knows, by name: its `InstanceType`."),
+    ("components.nodeplan", "node_profile", ""),
+    ("components.workloads.spec", "worker_placement", ""),
+    ("components.scheduling", "system_node_selector", ""),
+    ("components.storage.csi", "nodes_and_agent", ""),
+    ("stacks.bundle", "shipped", ""),
+    ("stacks.mocked", "TrainingMocks", ""),
+)
+
+
+def _helpers() -> list[str]:
+    """The reference's helpers section: each of :data:`HELPERS` with its import, its signature and its docstring."""
+    import importlib
+    import inspect
+
+    out = ["", "## Helpers", "", text("What a program calls beside the components, each with its import.")]
+    for module, name, what in HELPERS:
+        value = getattr(importlib.import_module(module), name)
+        out += ["", f"### {name}", "", f"Import: `from eks_training.{module} import {name}`."]
+        if callable(value) and not what:
+            sig = inspect.signature(value)
+            bare = sig.replace(
+                parameters=[p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()],
+                return_annotation=inspect.Signature.empty,
+            )
+            out += ["", f"`{name}{bare}`", "", text(from_docstring(inspect.getdoc(value) or ""))]
+        else:
+            out += ["", text(what)]
+    return out
+
+
 def _grouped(names: list[str]) -> list[tuple[str, list[str]]]:
     """:data:`GROUPS` checked against the exported components: each in exactly one group."""
     listed = [n for _, group in GROUPS for n in group]
@@ -160,6 +194,7 @@ def components_reference() -> str:
             ]
             out += ["", f"#### {d.name} inputs", "", _inputs(d.inputs, d.inputs_mapping)]
             out += ["", f"#### {d.name} outputs", "", _outputs(d.outputs, d.outputs_mapping)]
+    out += _helpers()
     out += ["", "## Types", "", "The object types the components' inputs and outputs use, each with its import."]
     modules = _type_modules()
     for name in sorted(types):
