@@ -160,8 +160,8 @@ class PyTorchJobArgs(TypedDict):
     etcd_endpoint: NotRequired[pulumi.Input[str]]
     """``host:port`` of etcd for ``etcd-v2``."""
     max_restarts: NotRequired[int]
-    """The run's failure budget: restarts after attempts in a row that failed without a new checkpoint, before the
-    trainer gives up (``MAX_FAILED_ATTEMPTS``, the attempts, is one more), and the Job's pod backoff per node.
+    """The run's failure budget. The trainer gives up after this many restarts in a row that failed without a new
+    checkpoint (``MAX_FAILED_ATTEMPTS`` counts the attempts: one more). It is also the Job's pod backoff per node.
     Default 3; 0 gives up at the first such failure."""
     checkpoint_every_seconds: NotRequired[float]
     """Checkpoint cadence in seconds of training (``CHECKPOINT_EVERY_SECONDS``; the trainer's default: 120)."""
