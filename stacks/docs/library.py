@@ -114,7 +114,9 @@ def _helpers() -> list[str]:
     out = ["", "## Helpers", "", text("What a program calls beside the components, each with its import.")]
     for module, name, what in HELPERS:
         value = getattr(importlib.import_module(module), name)
-        out += ["", f"### {name}", "", f"Import: `from eks_training.{module} import {name}`."]
+        # installed, the literals above carry the package's name before components or stacks
+        where = module if module.split(".")[0] in ("components", "stacks") else module.partition(".")[2]
+        out += ["", f"### {name}", "", f"Import: `from eks_training.{where} import {name}`."]
         if callable(value) and not what:
             sig = inspect.signature(value)
             bare = sig.replace(

@@ -140,6 +140,7 @@ COMPUTED = {
     ("stacks/cli.py", "top"): "a requirement a ModuleNotFoundError names (not an own module): asked only if it exists",
     # import_alias: the module `python -m` runs, checked to be a submodule of the stacks package's own __name__
     ("stacks/cli.py", "name"): "python -m's module, a submodule of the package's own __name__, installed or not",
+    ("stacks/docs/library.py", "module"): "the literals of HELPERS, which the rewrite prefixes",
 }
 
 
@@ -215,3 +216,14 @@ def test_the_computed_module_names_come_from_rewritten_literals() -> None:
     cli = SETUP.rewrite((REPO / "stacks" / "cli.py").read_text(), MODULES)
     for tool in TOOLS.values():
         assert f'"eks_training.{tool.module}"' in cli
+
+
+def test_the_helpers_modules_are_rewritten_literals() -> None:
+    """The reference's helpers (COMPUTED): each module a literal of HELPERS that the rewrite prefixes, so the installed
+    docs generator imports ``eks_training.<module>``."""
+    from stacks.docs.library import HELPERS
+
+    assert {module for module, _, _ in HELPERS} <= MODULES
+    library = SETUP.rewrite((REPO / "stacks" / "docs" / "library.py").read_text(), MODULES)
+    for module, _, _ in HELPERS:
+        assert f'"eks_training.{module}"' in library, module
