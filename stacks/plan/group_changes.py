@@ -577,6 +577,12 @@ def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroup
         )
     )
     changed = [f"{k} {a} -> {b}" for k, a, b in sizes if a != b]
+    if not changed and not block and g.desired_size != was.desired_size:
+        return [
+            f"{g.path}: desiredSize {was.desired_size} -> {g.desired_size}: left as it is, since the autoscaler owns "
+            "the group's size (desiredSize is its size at creation only). Its pending pods scale it up, its idle nodes "
+            "down"
+        ]
     if not changed:
         return []
     note = (
@@ -592,6 +598,13 @@ def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroup
             f"run `aws eks update-nodegroup-config --cluster-name <cluster> --nodegroup-name <the group's EKS name> "
             f"--scaling-config minSize={g.min_size},maxSize={g.max_size},desiredSize={g.min_size}` (the names: "
             "`pulumi stack output clusterName` and `nodeGroupNames`)"
+        )
+    if not block and g.max_size < was.max_size:
+        note += (
+            f"; EKS refuses a maxSize below that desired size: if the group runs more than {g.max_size} nodes, first "
+            f"run `aws eks update-nodegroup-config --cluster-name <cluster> --nodegroup-name <the group's EKS name> "
+            f"--scaling-config minSize={g.min_size},maxSize={was.max_size},desiredSize={g.max_size}` once its jobs "
+            "can lose those nodes"
         )
     return [note]
 

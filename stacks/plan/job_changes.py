@@ -5,6 +5,7 @@ removed. :mod:`stacks.plan.upgrade` puts them in the upgrade summary."""
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
+from components.conventions import SHARED_MOUNT
 from stacks.kinds import KINDS
 from stacks.plan import RECIPE_WORDS, JobPlan, Plan
 from stacks.plan.images import ImagePlan
@@ -34,6 +35,8 @@ class JobRun:
     renamed_from: str = ""
     """``added``: the removed job of the same definition it may be a new name for, whose run its ``outputDir`` can
     keep."""
+    keep: str = ""
+    """The setting that keeps the job as it runs, in words (``set its maxNodes: 2``), where one does."""
 
 
 #: What a job's program does when it starts again where the change gives the jobs a new file system (a ``data:`` line
@@ -126,7 +129,13 @@ def run_changes(
             if restarts:
                 kind = KINDS[job.kind]
                 how, rerun = kind.restart_text(), kind.rerun_text()
-                out.append(JobRun(name, "restarts", tuple(restarts), old_dir, job.output_dir, how, rerun))
+                followed = _follows_max_size(old_plan, was) and _follows_max_size(new_plan, job)
+                keep = (
+                    f"set its maxNodes: {was.max_nodes} to keep it running"
+                    if restarts == ["maxNodes"] and followed
+                    else ""
+                )
+                out.append(JobRun(name, "restarts", tuple(restarts), old_dir, job.output_dir, how, rerun, keep=keep))
             continue
         reasons = _recipe_changes(was.run_recipe, job.run_recipe, benchmark=name in experiments)
         if not reasons and _other_repository(job.image, was.image):
@@ -136,7 +145,11 @@ def run_changes(
         kind = KINDS[job.kind]
         if old_dir != job.output_dir:
             how = f"its {kind.job_object.kind} is replaced and its pods stop"
-            out.append(JobRun(name, "new run", tuple(reasons), old_dir, job.output_dir, how, kind.rerun_text()))
+            folder = old_dir.removeprefix(SHARED_MOUNT + "/")
+            keep = "" if name in experiments else f"set its outputDir: {folder} to go on with the run there instead"
+            out.append(
+                JobRun(name, "new run", tuple(reasons), old_dir, job.output_dir, how, kind.rerun_text(), keep=keep)
+            )
             continue
         if len(reasons) > 1:  # the folder it names is the one it runs in: the other changes replace its object
             reasons = [r for r in reasons if r != RECIPE_WORDS["output"]]
@@ -188,6 +201,13 @@ def _outside_changes(before: JobPlan, after: JobPlan) -> list[str]:
     if KINDS[after.kind].needs_mpi_operator and before.image.mpi_prefix != after.image.mpi_prefix:
         out.append(f"images.{after.image.name}.mpiPrefix")
     return out
+
+
+def _follows_max_size(plan: Plan, job: JobPlan) -> bool:
+    """The job's ``maxNodes`` is the one its group's ``maxSize`` gives a job that sets none
+    (:func:`stacks.config.jobs.with_group_defaults`)."""
+    group = plan.groups.get(job.config.node_group or "")
+    return group is not None and job.max_nodes == max(group.max_size, job.nodes)
 
 
 def _folder_named_only(before: JobPlan, after: JobPlan) -> bool:

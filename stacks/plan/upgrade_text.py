@@ -89,6 +89,8 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
                 **({"how": j.how} if j.how else {}),
                 **({"rerun": j.rerun} if j.rerun else {}),
                 **({"renamedFrom": j.renamed_from} if j.renamed_from else {}),
+                # a new file system holds none of the old folders: no outputDir keeps the run
+                **({"keep": j.keep} if j.keep and not (j.action == "new run" and u.data_empty) else {}),
             }
             for j in u.runs
         ],
@@ -162,7 +164,7 @@ def _run_line(j: dict[str, Any], new_data: bool) -> str:
     if j["action"] == "restarts":
         return (
             f"  job {j['name']}: {', '.join(_KEY_WORDS.get(k, k) for k in j['reasons'])} changed: {j['how']}, in "
-            f"{j['to']}: {j['rerun']}"
+            f"{j['to']}: {j['rerun']}" + (f"; {j['keep']}" if j.get("keep") else "")
         )
     if j["action"] == "same folder":
         return (
@@ -178,7 +180,7 @@ def _run_line(j: dict[str, Any], new_data: bool) -> str:
     kept = "with the old shared data (the data: line says whether it stays)" if new_data else "on the shared volume"
     return (
         f"  job {j['name']}: a new run ({', '.join(j['reasons'])}) in {j['to']}: {j['how']}; {j['from']} stays "
-        f"{kept}\n    {start}"
+        f"{kept}\n    {start}" + (f"; {j['keep']}" if j.get("keep") else "")
     )
 
 

@@ -872,7 +872,7 @@ def _sizes_moved(stack: str, **sizes: int) -> list[str]:
     new = copy.deepcopy(old)
     new[P + "nodeGroups"][next(iter(new[P + "nodeGroups"]))].update(sizes)
     u = compare(plan_of(stack, old), plan_of(stack, new))
-    return [n for n in u.notes if "pulumi up --refresh" in n]
+    return [n for n in u.notes if "pulumi up --refresh" in n or "the autoscaler owns the group's size" in n]
 
 
 def test_new_sizes_of_an_autoscaled_group_ask_for_a_refresh() -> None:
@@ -881,7 +881,13 @@ def test_new_sizes_of_an_autoscaled_group_ask_for_a_refresh() -> None:
     (note,) = _sizes_moved("dev", maxSize=4)
     assert note.startswith("nodeGroups.cpu: maxSize 2 -> 4: the provider sends the new sizes with the desired size")
     assert "whatever their PodDisruptionBudget" in note
-    assert _sizes_moved("dev", desiredSize=1) == []  # desiredSize alone: ignored, nothing sent
+    # desiredSize alone: ignored, nothing sent; the note says so and what sizes the group instead
+    (ignored,) = _sizes_moved("dev", desiredSize=2)
+    assert ignored.startswith("nodeGroups.cpu: desiredSize 1 -> 2: left as it is, since the autoscaler owns"), ignored
+    # EKS refuses a maxSize below the desired size it is sent: the note gives the command that shrinks it first
+    (lowered,) = _sizes_moved("dev", maxSize=1, desiredSize=1, minSize=0)
+    assert "--scaling-config minSize=0,maxSize=2,desiredSize=1` once its jobs can lose those nodes" in lowered, lowered
+    assert "EKS refuses a maxSize below" not in note
     # EKS refuses a minSize above the desired size it is sent: the note gives the command that moves both
     (raised,) = _sizes_moved("dev", minSize=1)
     assert "--scaling-config minSize=1,maxSize=2,desiredSize=1`" in raised, raised
@@ -2289,6 +2295,16 @@ def test_a_changed_definition_is_a_new_run_and_the_jobs_after_it_follow() -> Non
         "back): then an unfinished run resumes from its latest checkpoint; "
     ) in text
     assert "expected duration: no control plane, add-on or node group update" in text
+    for name in ("train", "evaluate"):
+        folder = old.jobs[name].output_dir.removeprefix("/data/")
+        assert text.count(f"; set its outputDir: {folder} to go on with the run there instead") == 1, text
+        assert upgrade_report(u)["jobs"][[r.name for r in u.runs].index(name)]["keep"].endswith("there instead")
+    # the hint holds: the old folder as the job's outputDir keeps it in its run
+    back = copy.deepcopy(new_cfg)
+    back[P + "jobs"]["train"]["outputDir"] = old.jobs["train"].output_dir.removeprefix("/data/")
+    assert [(r.name, r.action) for r in compare(old, plan_of("dev", back)).runs if r.name == "train"] == [
+        ("train", "same folder")
+    ]
 
     resized = copy.deepcopy(old_cfg)
     resized[P + "jobs"]["train"]["maxNodes"] = 2
@@ -2431,6 +2447,17 @@ def test_a_new_max_size_names_the_elastic_jobs_that_take_it() -> None:
     assert [(r.name, r.action, r.reasons) for r in u.runs] == [("train", "restarts", ("maxNodes",))]
     text = render_upgrade(upgrade_report(u))
     assert "  job train: maxNodes (its group's maxSize, where the job leaves it unset) changed: its Job is" in text
+    was = plan_of("dev", preset("dev")).jobs["train"].max_nodes
+    assert text.count(f"; set its maxNodes: {was} to keep it running") == 1, text
+    # the hint holds: the old maxNodes with the new maxSize restarts nothing
+    kept = copy.deepcopy(grown)
+    kept[P + "jobs"]["train"]["maxNodes"] = was
+    assert compare(plan_of("dev", preset("dev")), plan_of("dev", kept)).runs == ()
+    # a maxNodes the job sets itself is no hint: the user changed it
+    own_old, own_new = preset("dev"), preset("dev")
+    own_old[P + "jobs"]["train"]["maxNodes"], own_new[P + "jobs"]["train"]["maxNodes"] = 1, 2
+    own = render_upgrade(upgrade_report(compare(plan_of("dev", own_old), plan_of("dev", own_new))))
+    assert "to keep it running" not in own, own
 
 
 def test_a_groups_new_labels_update_it_in_place_and_its_jobs_wait_for_them() -> None:
