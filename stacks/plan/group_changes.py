@@ -554,7 +554,8 @@ def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroup
     autoscaler or its Capacity Block (:meth:`components.nodegroup.TrainingNodeGroup._ignored_changes`), as it did at
     the last update: the provider sends the sizes with the desired size Pulumi last recorded (source key
     ``pulumi-ignore-changes``), and EKS scales the group to it at once, PodDisruptionBudgets or not (source key
-    ``eks-scaling-config``). A group that had a fixed size recorded the one it has."""
+    ``eks-scaling-config``), or refuses it outside the new minSize-maxSize (an InvalidParameterException). A
+    desiredSize alone is not sent at all. A group that had a fixed size recorded the one it has."""
     block = g.capacity_type == "CAPACITY_BLOCK"  # its minSize is ignored too
     if not block and not autoscales(old_plan, was) and autoscales(new_plan, g):
         # the autoscaler takes the size over: the provider sends the fixed size the group had, as the desired one
@@ -601,9 +602,9 @@ def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroup
         )
     if not block and g.max_size < was.max_size:
         note += (
-            f"; EKS refuses a maxSize below that desired size: if the group runs more than {g.max_size} nodes, first "
-            f"run `aws eks update-nodegroup-config --cluster-name <cluster> --nodegroup-name <the group's EKS name> "
-            f"--scaling-config minSize={g.min_size},maxSize={was.max_size},desiredSize={g.max_size}` once its jobs "
+            f"; EKS refuses a maxSize below that desired size: if the group runs more than {g.max_size} node(s), "
+            f"first run `aws eks update-nodegroup-config --cluster-name <cluster> --nodegroup-name <the group's EKS "
+            f"name> --scaling-config minSize={g.min_size},maxSize={g.max_size},desiredSize={g.max_size}` once its jobs "
             "can lose those nodes"
         )
     return [note]

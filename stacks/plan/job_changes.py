@@ -129,10 +129,11 @@ def run_changes(
             if restarts:
                 kind = KINDS[job.kind]
                 how, rerun = kind.restart_text(), kind.rerun_text()
+                # only where the new maxSize still allows the old maxNodes (a group that grew)
                 followed = _follows_max_size(old_plan, was) and _follows_max_size(new_plan, job)
                 keep = (
                     f"set its maxNodes: {was.max_nodes} to keep it running"
-                    if restarts == ["maxNodes"] and followed
+                    if restarts == ["maxNodes"] and followed and was.max_nodes <= job.max_nodes
                     else ""
                 )
                 out.append(JobRun(name, "restarts", tuple(restarts), old_dir, job.output_dir, how, rerun, keep=keep))
@@ -145,8 +146,7 @@ def run_changes(
         kind = KINDS[job.kind]
         if old_dir != job.output_dir:
             how = f"its {kind.job_object.kind} is replaced and its pods stop"
-            folder = old_dir.removeprefix(SHARED_MOUNT + "/")
-            keep = "" if name in experiments else f"set its outputDir: {folder} to go on with the run there instead"
+            keep = _resume_hint(name, job, old_dir, reasons, experiments)
             out.append(
                 JobRun(name, "new run", tuple(reasons), old_dir, job.output_dir, how, kind.rerun_text(), keep=keep)
             )
@@ -208,6 +208,21 @@ def _follows_max_size(plan: Plan, job: JobPlan) -> bool:
     (:func:`stacks.config.jobs.with_group_defaults`)."""
     group = plan.groups.get(job.config.node_group or "")
     return group is not None and job.max_nodes == max(group.max_size, job.nodes)
+
+
+def _resume_hint(name: str, job: JobPlan, old_dir: str, reasons: list[str], experiments: set[str]) -> str:
+    """How a job whose new run starts from its first step could resume its old one instead: its ``outputDir`` set to
+    the old folder, for a kind that resumes from its checkpoints and skips a finished run. None for a benchmark's
+    experiment, or a job that moves only because a job it runs after does (that job's folder decides)."""
+    if name in experiments or not KINDS[job.kind].skips_finished_runs(job):
+        return ""
+    if all(r.startswith("a new run of ") for r in reasons):
+        return ""
+    folder = old_dir.removeprefix(SHARED_MOUNT + "/")
+    return (
+        f"if that run is unfinished, set its outputDir: {folder} to resume it there instead (a finished run ends at "
+        "once; one that gave up fails until its FAILED file is removed)"
+    )
 
 
 def _folder_named_only(before: JobPlan, after: JobPlan) -> bool:

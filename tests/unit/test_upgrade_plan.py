@@ -886,7 +886,7 @@ def test_new_sizes_of_an_autoscaled_group_ask_for_a_refresh() -> None:
     assert ignored.startswith("nodeGroups.cpu: desiredSize 1 -> 2: left as it is, since the autoscaler owns"), ignored
     # EKS refuses a maxSize below the desired size it is sent: the note gives the command that shrinks it first
     (lowered,) = _sizes_moved("dev", maxSize=1, desiredSize=1, minSize=0)
-    assert "--scaling-config minSize=0,maxSize=2,desiredSize=1` once its jobs can lose those nodes" in lowered, lowered
+    assert "--scaling-config minSize=0,maxSize=1,desiredSize=1` once its jobs can lose those nodes" in lowered, lowered
     assert "EKS refuses a maxSize below" not in note
     # EKS refuses a minSize above the desired size it is sent: the note gives the command that moves both
     (raised,) = _sizes_moved("dev", minSize=1)
@@ -2295,10 +2295,11 @@ def test_a_changed_definition_is_a_new_run_and_the_jobs_after_it_follow() -> Non
         "back): then an unfinished run resumes from its latest checkpoint; "
     ) in text
     assert "expected duration: no control plane, add-on or node group update" in text
-    for name in ("train", "evaluate"):
-        folder = old.jobs[name].output_dir.removeprefix("/data/")
-        assert text.count(f"; set its outputDir: {folder} to go on with the run there instead") == 1, text
-        assert upgrade_report(u)["jobs"][[r.name for r in u.runs].index(name)]["keep"].endswith("there instead")
+    folder = old.jobs["train"].output_dir.removeprefix("/data/")
+    assert text.count(f"; if that run is unfinished, set its outputDir: {folder} to resume it there instead") == 1
+    assert "FAILED file is removed" in upgrade_report(u)["jobs"][0]["keep"]
+    # evaluate: a command job (no resume, no skip of a finished run), moved only because train's run did: no hint
+    assert "keep" not in upgrade_report(u)["jobs"][1] and text.count("to resume it there instead") == 1, text
     # the hint holds: the old folder as the job's outputDir keeps it in its run
     back = copy.deepcopy(new_cfg)
     back[P + "jobs"]["train"]["outputDir"] = old.jobs["train"].output_dir.removeprefix("/data/")
@@ -2453,6 +2454,11 @@ def test_a_new_max_size_names_the_elastic_jobs_that_take_it() -> None:
     kept = copy.deepcopy(grown)
     kept[P + "jobs"]["train"]["maxNodes"] = was
     assert compare(plan_of("dev", preset("dev")), plan_of("dev", kept)).runs == ()
+    # a group that shrinks: its old maxNodes would exceed the new maxSize, which the config refuses, so no hint
+    shrunk = preset("dev")
+    shrunk[P + "nodeGroups"]["cpu"]["maxSize"] = 1
+    shrinks = render_upgrade(upgrade_report(compare(plan_of("dev", preset("dev")), plan_of("dev", shrunk))))
+    assert "job train: maxNodes" in shrinks and "to keep it running" not in shrinks, shrinks
     # a maxNodes the job sets itself is no hint: the user changed it
     own_old, own_new = preset("dev"), preset("dev")
     own_old[P + "jobs"]["train"]["maxNodes"], own_new[P + "jobs"]["train"]["maxNodes"] = 1, 2
