@@ -174,17 +174,16 @@ class PyTorchJobArgs(TypedDict):
 
 class PyTorchJob(pulumi.ComponentResource):
     """PyTorch DDP (or any torch.distributed program) under torchrun elastic: an Indexed Job plus a headless
-    Service.
+    Service. It needs a ``kubernetes`` provider in ``opts``.
 
-    One pod per node (required anti-affinity), stable hostnames ``<job>-<index>.<service>``, the shared
-    volume at ``/data``, a memory-backed ``/dev/shm``, ``nvidia.com/gpu`` equal to the node's GPUs, and on
-    EFA groups ``vpc.amazonaws.com/efa`` equal to the node's interfaces plus huge pages and the family's
-    NCCL/libfabric settings, all from the placement. With the launcher, pods start through
-    ``/app/launch.py``, which exits at once when the run is already complete and reopens a rendezvous an
-    earlier failed attempt closed. A failed pod is replaced by the Job (same index) and its agent re-joins
-    the rendezvous. Changing ``nodes`` replaces the Job (the old one is deleted first): the new pods keep
-    the run id and output folder, so torchrun re-rendezvouses at the new size and training resumes.
-    It needs a ``kubernetes`` provider in ``opts``."""
+    Each pod takes one node. It has a stable hostname ``<job>-<index>.<service>``, the shared volume at ``/data``
+    and a memory-backed ``/dev/shm``. It requests the node's GPUs, and on EFA groups its EFA devices, huge pages and
+    the family's NCCL and libfabric settings, all from the placement.
+
+    With the launcher, a pod starts through ``/app/launch.py``. It exits at once when the run is complete, and
+    reopens a rendezvous an earlier failed attempt closed. The Job replaces a failed pod (same index), and its agent
+    joins the rendezvous again. A new ``nodes`` replaces the Job: the new pods keep the run id and output folder,
+    so torchrun's rendezvous runs again at the new size and training resumes."""
 
     job_name: pulumi.Output[str]
     """Name of the Job."""

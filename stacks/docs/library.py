@@ -141,6 +141,11 @@ def _grouped(names: list[str]) -> list[tuple[str, list[str]]]:
     return [(title, list(group)) for title, group in GROUPS]
 
 
+def _paragraphs(description: str) -> str:
+    """A docstring as Markdown paragraphs: each of its blank-line separated paragraphs joined on one line."""
+    return "\n\n".join(text(from_docstring(p)) for p in description.split("\n\n") if p.strip())
+
+
 def _summary(description: str) -> str:
     """A docstring's first sentence."""
     first = from_docstring(description).split("\n\n")[0]
@@ -189,7 +194,7 @@ def components_reference() -> str:
         out += ["", f"## {title}"]
         for name in group:
             d = defs[name]
-            out += ["", f"### {d.name}", "", text(from_docstring(d.description or ""))]
+            out += ["", f"### {d.name}", "", _paragraphs(d.description or "")]
             out += [
                 "",
                 f"Type token: `{components.PACKAGE_NAME}:index:{d.name}`. Arguments: `{_args_name(_by_name(name))}`.",
@@ -201,7 +206,7 @@ def components_reference() -> str:
     modules = _type_modules()
     for name in sorted(types):
         t = types[name]
-        out += ["", f"### {name}", "", text(from_docstring(t.description or "")) or f"`{name}`."]
+        out += ["", f"### {name}", "", _paragraphs(t.description or "") or f"`{name}`."]
         if name in modules:
             out += ["", f"Import: `from {modules[name]} import {name}`."]
         if t.properties:
