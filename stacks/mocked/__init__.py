@@ -40,9 +40,13 @@ from stacks.stackfile import plan_stack, project_name, read_stack_config
 if TYPE_CHECKING:
     from stacks.plan import Plan
 
-# The SDK walks the Python stack on every registration to send the engine the source position of the resource
-# (``_get_stack_trace``): a sixth of a program's evaluation time here, and nothing the mocks or the tests read.
-_sdk_resource._get_stack_trace = lambda: source_pb2.StackTrace()
+
+def _no_stack_traces() -> None:
+    """The SDK walks the Python stack on every registration to send the engine the source position of the resource
+    (``_get_stack_trace``): a sixth of a program's evaluation time here, and nothing the mocks or the tests read.
+    Turned off by :func:`evaluate` only, so importing :class:`TrainingMocks` changes nothing in the SDK."""
+    _sdk_resource._get_stack_trace = lambda: source_pb2.StackTrace()
+
 
 #: This repository, or the installed package's folder ``eks_training/`` (its ``__main__.py`` is the program).
 REPO = ROOT
@@ -95,6 +99,7 @@ def evaluate(
     program runs in (that of its Pulumi.yaml, where the folders a stack names are: image contexts, code). The program
     raising fails the call unless ``expect_error`` (then it is :attr:`Evaluation.error`). In a preview, ``replaced``
     (type, name) picks the resources an update would replace: only theirs are unknown (:class:`TrainingMocks`)."""
+    _no_stack_traces()
     cfg = dict(config)
     # the configuration the program sees, as `pulumi up` passes it (strings, objects as JSON)
     pulumi.runtime.set_all_config({k: as_passed(v) for k, v in cfg.items()}, [])
