@@ -17,13 +17,15 @@ from stacks.last_update import (
     announce_upgrade,
     read_last_update,
     refuse_new_region,
+    resize_warning,
 )
 from stacks.outputs import export_outputs
 from stacks.plan import build_plan
 from stacks.plan.admission import topology_region_problems
+from stacks.plan.group_changes import resized_groups
 from stacks.plan.unread import unread_entries
 from stacks.preflight import check
-from stacks.preflight.cluster import eks_defaults, running_cluster
+from stacks.preflight.cluster import desired_sizes_now, eks_defaults, running_cluster
 from stacks.stackfile import stray_top_level_keys
 from stacks.workloads import build_workloads
 
@@ -59,7 +61,13 @@ else:
         # raises PreflightError (quota, zone, reservation, EFA): nothing registered; the vCPU quotas count the last
         # update's groups that run until the end of this one
         check(plan, zones, previous=previous)
-    environment = build_environment(plan, zones)
+    # the desired size EKS holds for each group whose sizes move under the autoscaler: sent with its new sizes, where
+    # the provider would send the one Pulumi recorded (and EKS scale the group to it at once)
+    resized = resized_groups(previous, plan) if previous is not None else ()
+    desired, unsized = desired_sizes_now(plan, resized) if config.preflight.enabled else ({}, PREFLIGHT_OFF)
+    if unsized_groups := [n for n in resized if n not in desired]:
+        pulumi.log.warn(resize_warning(plan, unsized_groups, unsized))
+    environment = build_environment(plan, zones, desired)
     environment.workloads = build_workloads(environment)
     outputs = export_outputs(environment, settings)
 for output_name, value in outputs.items():

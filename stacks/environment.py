@@ -3,7 +3,7 @@ device plugins, cluster-autoscaler and the shared file system (EFS or FSx for Lu
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -99,6 +99,17 @@ def control_plane_subnets(subnet_ids: list[str]) -> pulumi.Output[list[str]]:
     )
 
 
+def _sizing(plan: Plan, g: NodeGroupPlan, desired_now: Mapping[str, int]) -> tuple[int, bool]:
+    """(The desired size sent, whether ``pulumi up`` leaves later changes of it alone). A group whose sizes move under
+    the autoscaler (:func:`stacks.plan.group_changes.resized_under_autoscaler`): the one EKS holds now
+    (``desired_now``, :func:`stacks.preflight.cluster.desired_sizes_now`) within the new sizes, sent, where the
+    provider would send the one Pulumi recorded. Else the stack file's, left alone where the autoscaler owns it: a
+    fixed size is the stack file's."""
+    if g.name in desired_now:
+        return min(max(desired_now[g.name], g.min_size), g.max_size), False
+    return g.desired_size, autoscales(plan, g)
+
+
 def _node_group_args(
     plan: Plan,
     g: NodeGroupPlan,
@@ -106,8 +117,10 @@ def _node_group_args(
     subnets: pulumi.Input[list[pulumi.Input[str]]],
     vpc_id: pulumi.Input[str],
     tags: dict[str, str],
+    desired_now: Mapping[str, int],
 ) -> TrainingNodeGroupArgs:
     """One node group's arguments, from its plan."""
+    desired, ignored = _sizing(plan, g, desired_now)
     args: TrainingNodeGroupArgs = {
         "cluster_name": cluster.cluster_name,
         "node_role_arn": cluster.node_role_arn,
@@ -116,7 +129,7 @@ def _node_group_args(
         "role": g.name,
         "gpus_per_node": g.profile.gpus,
         "min_size": g.min_size,
-        "desired_size": g.desired_size,
+        "desired_size": desired,
         "max_size": g.max_size,
         "capacity_type": g.capacity_type,
         "disk_size_gib": g.disk_size_gib,
@@ -128,9 +141,7 @@ def _node_group_args(
         "cluster_security_group_id": cluster.node_security_group_id,
         "vpc_id": vpc_id,
         "autoscaler_tags": plan.autoscale,
-        # only where the autoscaler moves it: a fixed size (minSize = maxSize) is the stack file's, and EKS refuses
-        # new sizes sent with a recorded desired size below the new minSize
-        "ignore_desired_size_changes": autoscales(plan, g),
+        "ignore_desired_size_changes": ignored,
         "kubernetes_version": plan.config.cluster.kubernetes_version,
         "release_version": g.ami.release_version,
         "keep_release_version": not g.ami.pinned,
@@ -160,15 +171,20 @@ class _Network:
     """The new VPC's zones (those given to :func:`build_environment` for an existing VPC)."""
 
 
-def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environment:
-    """Register the whole backbone: network, cluster, node groups, device plugins, autoscaler, shared storage."""
+def build_environment(
+    plan: Plan, zones: Optional[list[Zone]] = None, desired_now: Optional[Mapping[str, int]] = None
+) -> Environment:
+    """Register the whole backbone: network, cluster, node groups, device plugins, autoscaler, shared storage.
+    ``desired_now``: the desired size EKS holds for each group whose sizes move under the autoscaler
+    (:func:`_sizing`)."""
+    now = desired_now or {}
     cfg = plan.config
     name = cfg.cluster_name
     tags = stack_tags(cfg)
     net = _new_vpc(cfg, name, zones, tags) if cfg.network is not None else _existing_vpc(cfg, zones)
-    cluster = TrainingCluster(name, _cluster_args(plan, net, tags))
+    cluster = TrainingCluster(name, _cluster_args(plan, net, tags, now))
     provider, k8s_opts, workload_opts = _kubernetes_provider(name, cluster)
-    groups = _node_groups(plan, name, cluster, net, tags)
+    groups = _node_groups(plan, name, cluster, net, tags, now)
     plugins = _device_plugins(plan, name, k8s_opts)
     provisioning = _provisioning_crd(plan, name, cluster, k8s_opts)
     autoscaler = _autoscaler(plan, name, cluster, provisioning, workload_opts)
@@ -264,10 +280,13 @@ def token_credentials(aws_settings: AwsSettings) -> tuple[dict[str, str], Option
     return env, one["role_arn"] if one else None
 
 
-def _cluster_args(plan: Plan, net: _Network, tags: dict[str, str]) -> TrainingClusterArgs:
+def _cluster_args(
+    plan: Plan, net: _Network, tags: dict[str, str], desired_now: Mapping[str, int]
+) -> TrainingClusterArgs:
     """The EKS cluster's arguments: its network, system node group, access and add-ons."""
     cfg = plan.config
     c = cfg.cluster
+    system_desired, system_ignored = _sizing(plan, plan.system, desired_now)
     cluster_args: TrainingClusterArgs = {
         "cluster_name": cfg.cluster_name,
         "kubernetes_version": c.kubernetes_version,
@@ -277,10 +296,10 @@ def _cluster_args(plan: Plan, net: _Network, tags: dict[str, str]) -> TrainingCl
         "system_node_group": {
             "instance_type": plan.system.instance_types[0],
             "min_size": plan.system.min_size,
-            "desired_size": plan.system.desired_size,
+            "desired_size": system_desired,
             "max_size": plan.system.max_size,
             "disk_size_gib": plan.system.disk_size_gib,
-            "autoscaled": autoscales(plan, plan.system),
+            "autoscaled": system_ignored,
             "host_setup": [r.name for r in plan.host_requirements(plan.system.name)],
             "release_version": plan.system.ami.release_version,
             "keep_release_version": not plan.system.ami.pinned,
@@ -340,14 +359,19 @@ def _kubernetes_provider(
 
 
 def _node_groups(
-    plan: Plan, name: str, cluster: TrainingCluster, net: _Network, tags: dict[str, str]
+    plan: Plan,
+    name: str,
+    cluster: TrainingCluster,
+    net: _Network,
+    tags: dict[str, str],
+    desired_now: Mapping[str, int],
 ) -> dict[str, TrainingNodeGroup]:
     """The planned node groups, each in its subnets."""
     groups: dict[str, TrainingNodeGroup] = {}
     for gname, g in plan.groups.items():
         subnets = _group_subnets(g, net)
         groups[gname] = TrainingNodeGroup(
-            f"{name}-{gname}", _node_group_args(plan, g, cluster, subnets, net.vpc_id, tags)
+            f"{name}-{gname}", _node_group_args(plan, g, cluster, subnets, net.vpc_id, tags, desired_now)
         )
     return groups
 

@@ -13,7 +13,7 @@ minor unset, and the record holds the minor deployed), fails before any resource
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import pulumi
 from pulumi.runtime.config import is_config_secret
@@ -443,6 +443,17 @@ def unchecked_minor_warning(plan: Plan, unread: str) -> str:
         f"minor the cluster runs was not read ({unread}): {VERSION_KEY} is not set, so this update deploys the "
         f"project's default, {plan.config.cluster.kubernetes_version}, unchecked. If the cluster runs another minor, "
         f"answer no, and set {VERSION_KEY} to it: docs/how-to/upgrading.md, \"Pin the minor\""
+    )
+
+
+def resize_warning(plan: Plan, names: Sequence[str], why: Optional[str]) -> str:
+    """What an update says where a group's sizes move under the autoscaler and EKS did not give the desired size it
+    holds (``why``: why it was not asked; ``None``: EKS has no group of that name)."""
+    paths = ", ".join(g.path for g in plan.all_groups if g.name in names)
+    return (
+        f"{paths}: new sizes, and the desired size EKS holds was not read ({why or 'EKS has no such group'}): the "
+        "provider sends the one Pulumi recorded, and EKS scales the group to it at once, whatever its pods' "
+        "PodDisruptionBudgets. Answer no, and run this update as `pulumi up --refresh`, which reads it first"
     )
 
 

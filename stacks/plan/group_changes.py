@@ -549,13 +549,42 @@ def _first_pin_notes(
     ]
 
 
+def resized_under_autoscaler(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan) -> bool:
+    """A kept group whose ``minSize`` or ``maxSize`` moves while the autoscaler owns its desired size before and after
+    (not a Capacity Block's): the provider would send the desired size Pulumi recorded with them, so ``pulumi up``
+    reads the one EKS holds first and sends it (:func:`resized_groups`)."""
+    return (
+        g.capacity_type != "CAPACITY_BLOCK"
+        and autoscales(old_plan, was)
+        and autoscales(new_plan, g)
+        and (was.min_size, was.max_size) != (g.min_size, g.max_size)
+    )
+
+
+def resized_groups(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
+    """The names of the groups the stack keeps (not replaced) whose sizes move under the autoscaler
+    (:func:`resized_under_autoscaler`); none where the update makes a new cluster or either side makes none."""
+    if not same_cluster(old_plan.config, new_plan.config):
+        return ()
+    old = {w.name: w for w in old_plan.all_groups}
+    return tuple(
+        g.name
+        for g in new_plan.all_groups
+        if (was := old.get(g.name)) is not None
+        and not _replacing(was, g)
+        and resized_under_autoscaler(old_plan, new_plan, was, g)
+    )
+
+
 def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan) -> list[str]:
     """A kept group whose ``maxSize`` (or ``minSize``) changes while ``pulumi up`` leaves its desired size to the
     autoscaler or its Capacity Block (:meth:`components.nodegroup.TrainingNodeGroup._ignored_changes`), as it did at
-    the last update: the provider sends the sizes with the desired size Pulumi last recorded (source key
-    ``pulumi-ignore-changes``), and EKS scales the group to it at once, PodDisruptionBudgets or not (source key
-    ``eks-scaling-config``), or refuses it outside the new minSize-maxSize (an InvalidParameterException). A
-    desiredSize alone is not sent at all. A group that had a fixed size recorded the one it has."""
+    the last update. Left ignored, the provider would send the sizes with the desired size Pulumi last recorded
+    (source key ``pulumi-ignore-changes``), and EKS would scale the group to it at once, PodDisruptionBudgets or not
+    (source key ``eks-scaling-config``), or refuse it outside the new minSize-maxSize (an InvalidParameterException).
+    So ``pulumi up`` reads the desired size EKS holds and sends it (:func:`resized_under_autoscaler`); a Capacity
+    Block's group still sends the recorded one. A desiredSize alone is not sent at all. A group that had a fixed size
+    recorded the one it has."""
     block = g.capacity_type == "CAPACITY_BLOCK"  # its minSize is ignored too
     if not block and not autoscales(old_plan, was) and autoscales(new_plan, g):
         # the autoscaler takes the size over: the provider sends the fixed size the group had, as the desired one
@@ -586,27 +615,27 @@ def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroup
         ]
     if not changed:
         return []
+    if block:
+        return [
+            f"{g.path}: {', '.join(changed)}: the provider sends the new sizes with the desired size Pulumi recorded "
+            "at the group's creation or last refresh, not the one its Capacity Block set since, and EKS scales the "
+            "group to it at once: the pods of the nodes it removes end, whatever their PodDisruptionBudget. Run this "
+            "update as `pulumi up --refresh`, which reads the group's desired size first"
+        ]
     note = (
-        f"{g.path}: {', '.join(changed)}: the provider sends the new sizes with the desired size Pulumi recorded at "
-        f"the group's creation or last refresh, not the one {'its Capacity Block' if block else 'the autoscaler'} set "
-        "since, and EKS scales the group to it "
-        "at once: the pods of the nodes it removes end, whatever their PodDisruptionBudget. Run this update as "
-        "`pulumi up --refresh`, which reads the group's desired size first"
+        f"{g.path}: {', '.join(changed)}: `pulumi up` reads the desired size EKS holds for the group and sends it "
+        f"with the new sizes, moved within {g.min_size}-{g.max_size}"
     )
-    if not block and g.min_size > was.min_size:
+    if g.max_size < was.max_size:
         note += (
-            f"; EKS refuses a minSize above that desired size: if the group runs fewer than {g.min_size} nodes, first "
-            f"run `aws eks update-nodegroup-config --cluster-name <cluster> --nodegroup-name <the group's EKS name> "
-            f"--scaling-config minSize={g.min_size},maxSize={g.max_size},desiredSize={g.min_size}` (the names: "
-            "`pulumi stack output clusterName` and `nodeGroupNames`)"
+            f"; a group running more than {g.max_size} node(s) loses the others at once, and their pods end whatever "
+            "their PodDisruptionBudget"
         )
-    if not block and g.max_size < was.max_size:
-        note += (
-            f"; EKS refuses a maxSize below that desired size: if the group runs more than {g.max_size} node(s), "
-            f"first run `aws eks update-nodegroup-config --cluster-name <cluster> --nodegroup-name <the group's EKS "
-            f"name> --scaling-config minSize={g.min_size},maxSize={g.max_size},desiredSize={g.max_size}` once its jobs "
-            "can lose those nodes"
-        )
+    note += (
+        ". Without preflight, or where EKS does not answer (a warning says so), the provider sends the desired size "
+        "Pulumi recorded at the group's creation or last refresh, and EKS scales the group to it at once (or refuses "
+        "it outside the new sizes): then run this update as `pulumi up --refresh`, which reads it first"
+    )
     return [note]
 
 

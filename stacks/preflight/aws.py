@@ -258,6 +258,22 @@ class AwsClient:
                 versions[n] = str(group["version"])
         return versions
 
+    def node_group_desired_sizes(self, cluster: str, label: str) -> dict[str, int]:
+        """The desired size EKS holds for each managed node group of the EKS cluster ``cluster``, by the value of its
+        node label ``label`` (``ListNodegroups``, then ``DescribeNodegroup`` for each; a group without that label is
+        left out)."""
+        pages = self._pages(self.eks, "list_nodegroups", token="nextToken", clusterName=cluster)
+        sizes = {}
+        for n in [str(n) for p in pages for n in p.get("nodegroups", [])]:
+            group = self._call(self.eks, "describe_nodegroup", clusterName=cluster, nodegroupName=n).get(
+                "nodegroup", {}
+            )
+            role = (group.get("labels") or {}).get(label)
+            desired = (group.get("scalingConfig") or {}).get("desiredSize")
+            if role is not None and desired is not None:
+                sizes[str(role)] = int(desired)
+        return sizes
+
     def installed_addon(self, cluster: str, addon: str) -> Optional[str]:
         """The version of ``addon`` the EKS cluster ``cluster`` runs (``DescribeAddon``), or ``None`` when it has none
         installed (ResourceNotFoundException)."""

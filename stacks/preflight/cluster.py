@@ -5,14 +5,16 @@ itself (at the end of standard or extended support), or someone may upgrade it o
 its last update sees none of them, nor a node group that did not roll (a Capacity Block group keeps its version while
 a block is active, a roll can fail). The rules are the upgrade rules of ``pulumi up`` (:mod:`stacks.plan.minors`): one
 minor up at a time, never down, and only while every managed node group runs the cluster's minor. Also read before
-the upgrade summary: the version of each add-on the cluster runs beside EKS's default now (:func:`eks_defaults`)."""
+the upgrade summary: the version of each add-on the cluster runs beside EKS's default now (:func:`eks_defaults`), and
+the desired size of each group whose sizes move under the autoscaler (:func:`desired_sizes_now`)."""
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import boto3
 
 from components.catalog.addons import addon_version_for
 from components.catalog.platform import MINOR_STEP, minor_number
+from components.scheduling import NODE_ROLE_LABEL
 from stacks.plan import Plan
 from stacks.plan.minors import VERSION_KEY, minor_step
 from stacks.preflight.aws import AwsClient
@@ -34,6 +36,23 @@ def running_cluster(
         return aws.cluster_version(plan.config.cluster_name), None
     except Exception as exc:  # noqa: BLE001 - e.g. a missing profile, a malformed AWS_ENDPOINT_URL (ValueError)
         return None, f"{type(exc).__name__}: {exc}"
+
+
+def desired_sizes_now(
+    plan: Plan, names: Sequence[str], session: Optional[boto3.session.Session] = None
+) -> tuple[dict[str, int], Optional[str]]:
+    """({group: the desired size EKS holds now} for each group of ``names`` EKS has; why EKS could not be asked,
+    ``None`` when it answered). ``pulumi up`` sends it with a group's new sizes, where the provider would send the one
+    Pulumi recorded (:func:`stacks.plan.group_changes.resized_under_autoscaler`). Advice, as :func:`running_cluster`:
+    no error stops the program here."""
+    if not names:
+        return {}, None
+    try:
+        aws = AwsClient(session or stack_session(plan), plan.config.region)
+        sizes = aws.node_group_desired_sizes(plan.config.cluster_name, NODE_ROLE_LABEL)
+    except Exception as exc:  # noqa: BLE001 - advice only, as running_cluster
+        return {}, f"{type(exc).__name__}: {exc}"
+    return {n: sizes[n] for n in names if n in sizes}, None
 
 
 def eks_defaults(

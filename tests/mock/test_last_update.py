@@ -779,3 +779,55 @@ def test_a_new_cluster_name_is_a_new_cluster_at_pulumi_up_and_names_one_that_has
     said = f"a cluster named dev-two already runs Kubernetes {runs}"
     assert (said in summary) == (runs is not None), summary
     assert "pulumi up --refresh" not in summary and "node groups: every group is made again" in summary, summary
+
+
+def _node_group(program, group: str):
+    (ng,) = [r for r in program.of_type("aws:eks/nodeGroup:NodeGroup") if r.name.endswith(f"-{group}-ng")]
+    return ng
+
+
+def test_new_sizes_of_an_autoscaled_group_send_the_desired_size_eks_holds(
+    last_outputs, cluster_runs, monkeypatch
+) -> None:
+    """A group whose maxSize moves while the autoscaler owns its size: ``pulumi up`` reads the desired size EKS holds
+    (``desired_sizes_now``) and sends it within the new sizes, where the provider would send the one Pulumi recorded
+    (``ignoreChanges``) and EKS scale the group to it at once. Unchanged sizes keep the desired size ignored."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed()
+    config = cluster_runs(NOW)
+    asked: list[tuple[str, ...]] = []
+
+    def holds(plan, names, session=None):
+        asked.append(tuple(names))
+        return {n: 7 for n in names}, None
+
+    monkeypatch.setattr(preflight_cluster, "desired_sizes_now", holds)
+    unchanged = run_program("dev", config=copy.deepcopy(config), fresh=True)
+    assert asked == [()] and "scalingConfig.desiredSize" in _node_group(unchanged, "cpu").ignore_changes
+    config[P + "nodeGroups"]["cpu"]["maxSize"] = 4
+    program = run_program("dev", config=config, fresh=True)
+    assert program.error is None and asked[-1] == ("cpu",)
+    ng = _node_group(program, "cpu")
+    assert ng.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 4, "maxSize": 4}  # 7 within 0-4
+    assert "scalingConfig.desiredSize" not in ng.ignore_changes
+    (summary,) = program.warnings
+    assert "nodeGroups.cpu: maxSize 2 -> 4: `pulumi up` reads the desired size EKS holds" in summary, summary
+
+
+def test_new_sizes_eks_does_not_give_the_desired_size_of_keep_it_ignored_and_warn(
+    last_outputs, cluster_runs, monkeypatch
+) -> None:
+    """EKS not answering (or preflight off): the desired size stays ignored, and a warning says that the provider
+    sends the recorded one, and to answer no and refresh."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed()
+    config = cluster_runs(NOW)
+    config[P + "nodeGroups"]["cpu"]["maxSize"] = 4
+    why = "CredentialsError: no profile x"
+    monkeypatch.setattr(preflight_cluster, "desired_sizes_now", lambda plan, names, session=None: ({}, why))
+    program = run_program("dev", config=config, fresh=True)
+    assert "scalingConfig.desiredSize" in _node_group(program, "cpu").ignore_changes
+    (warning,) = [w for w in program.warnings if not w.startswith("upgrade from")]
+    assert warning == (
+        f"nodeGroups.cpu: new sizes, and the desired size EKS holds was not read ({why}): the provider sends the one "
+        "Pulumi recorded, and EKS scales the group to it at once, whatever its pods' PodDisruptionBudgets. Answer "
+        "no, and run this update as `pulumi up --refresh`, which reads it first"
+    )

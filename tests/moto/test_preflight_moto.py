@@ -30,6 +30,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]  # on sys.path via tests/conftest.py
 
 from components.catalog import INSTANCE_TYPES, Catalog  # noqa: E402
+from components.scheduling import NODE_ROLE_LABEL  # noqa: E402
 from stacks.config import ConfigError, load_config  # noqa: E402
 from stacks.plan import Plan, build_plan  # noqa: E402
 from stacks.plan.checklist import planned_checks  # noqa: E402
@@ -41,7 +42,7 @@ from stacks.preflight import (  # noqa: E402
     format_report,
     run_preflight,
 )
-from stacks.preflight.cluster import eks_defaults  # noqa: E402
+from stacks.preflight.cluster import desired_sizes_now, eks_defaults  # noqa: E402
 from stacks.zones import Zone, choose_zones  # noqa: E402
 from tests import preflight_support as sup  # noqa: E402
 from tests.harness import stack_names  # noqa: E402
@@ -1557,3 +1558,30 @@ def test_the_plan_lists_every_key_preflight_checks_on_an_existing_vpc_and_an_ado
     assert reported <= planned, sorted(reported - planned)
     assert planned - reported == {"eks-training:existingVpc.privateSubnetIds"}, sorted(planned - reported)
     assert "eks-training:storage.fsx.storageCapacityGib" not in planned  # an adopted file system takes no quota
+
+
+def test_the_desired_size_eks_holds_is_read_by_each_groups_role_label(seeded: sup.SeededMoto) -> None:
+    """``pulumi up`` reads the desired size EKS holds for a group whose sizes move under the autoscaler
+    (ListNodegroups, DescribeNodegroup), by the ``eks-training/role`` label EKS gives its nodes: its EKS name carries a
+    generated suffix. A group the names leave out, and one without the label, are not asked for."""
+    _running("1.36")
+    eks = session().client("eks")
+    plan = load(stack({"cpu": group(["m5.large"])}))
+    for nodegroup, role, desired in [("cpu-1a2b", "cpu", 3), ("system-3c4d", "system", 2), ("other-5e6f", None, 9)]:
+        eks.create_nodegroup(
+            clusterName=plan.config.cluster_name,
+            nodegroupName=nodegroup,
+            nodeRole="arn:aws:iam::123456789012:role/node",
+            subnets=["subnet-0123456789abcdef0"],
+            scalingConfig={"minSize": 0, "maxSize": 10, "desiredSize": desired},
+            labels={NODE_ROLE_LABEL: role} if role else {},
+        )
+    assert desired_sizes_now(plan, ["cpu"], session()) == ({"cpu": 3}, None)
+    assert desired_sizes_now(plan, ["cpu", "system", "gone"], session()) == ({"cpu": 3, "system": 2}, None)
+    assert desired_sizes_now(plan, [], session()) == ({}, None)
+
+
+def test_the_desired_size_unreadable_says_why(proc: sup.MotoProcess) -> None:
+    plan = load(stack({"cpu": group(["m5.large"])}))
+    found, why = desired_sizes_now(plan, ["cpu"], session())
+    assert found == {} and why is not None and "list_nodegroups" in why, why

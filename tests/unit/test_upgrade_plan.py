@@ -33,6 +33,7 @@ from stacks.last_update import REGION_OUTPUT, ZONES_OUTPUT, LastUpdate, new_regi
 from stacks.plan import Plan, build_plan
 from stacks.plan.checklist import quota_needs
 from stacks.plan.flavor_change import flavor_record, flavor_records
+from stacks.plan.group_changes import resized_groups
 from stacks.plan.installs import EKS_DEFAULT, installed_versions
 from stacks.plan.job_changes import NEW_DATA_RERUN
 from stacks.plan.minors import minor_problems, moved_default_problem, unpinned_note, unset_minor
@@ -872,25 +873,37 @@ def _sizes_moved(stack: str, **sizes: int) -> list[str]:
     new = copy.deepcopy(old)
     new[P + "nodeGroups"][next(iter(new[P + "nodeGroups"]))].update(sizes)
     u = compare(plan_of(stack, old), plan_of(stack, new))
-    return [n for n in u.notes if "pulumi up --refresh" in n or "the autoscaler owns the group's size" in n]
+    return [n for n in u.notes if "desired size" in n or "desiredSize" in n]
 
 
-def test_new_sizes_of_an_autoscaled_group_ask_for_a_refresh() -> None:
-    """``ignoreChanges`` keeps the desired size Pulumi recorded, and the provider sends it with any new size: EKS
-    scales the group to it at once (source keys ``pulumi-ignore-changes``, ``eks-scaling-config``)."""
+def test_new_sizes_of_an_autoscaled_group_send_the_desired_size_eks_holds() -> None:
+    """``ignoreChanges`` keeps the desired size Pulumi recorded, and the provider would send it with any new size: EKS
+    would scale the group to it at once (source keys ``pulumi-ignore-changes``, ``eks-scaling-config``). So
+    ``pulumi up`` reads the one EKS holds for such a group (``resized_groups``), and the note says what it sends, and
+    what happens where it cannot read it."""
     (note,) = _sizes_moved("dev", maxSize=4)
-    assert note.startswith("nodeGroups.cpu: maxSize 2 -> 4: the provider sends the new sizes with the desired size")
-    assert "whatever their PodDisruptionBudget" in note
+    assert note.startswith(
+        "nodeGroups.cpu: maxSize 2 -> 4: `pulumi up` reads the desired size EKS holds for the group and sends it with "
+        "the new sizes, moved within 0-4. Without preflight, or where EKS does not answer"
+    ), note
+    assert note.endswith("then run this update as `pulumi up --refresh`, which reads it first") and "loses" not in note
+    old = preset("dev")
+    grown = copy.deepcopy(old)
+    grown[P + "nodeGroups"]["cpu"]["maxSize"] = 4
+    assert resized_groups(plan_of("dev", old), plan_of("dev", grown)) == ("cpu",)
     # desiredSize alone: ignored, nothing sent; the note says so and what sizes the group instead
     (ignored,) = _sizes_moved("dev", desiredSize=2)
     assert ignored.startswith("nodeGroups.cpu: desiredSize 1 -> 2: left as it is, since the autoscaler owns"), ignored
-    # EKS refuses a maxSize below the desired size it is sent: the note gives the command that shrinks it first
+    desired_only = copy.deepcopy(old)
+    desired_only[P + "nodeGroups"]["cpu"]["desiredSize"] = 2
+    assert resized_groups(plan_of("dev", old), plan_of("dev", desired_only)) == ()
+    # a lower maxSize: the desired size sent is within it, so the nodes beyond it go at once
     (lowered,) = _sizes_moved("dev", maxSize=1, desiredSize=1, minSize=0)
-    assert "--scaling-config minSize=0,maxSize=1,desiredSize=1` once its jobs can lose those nodes" in lowered, lowered
-    assert "EKS refuses a maxSize below" not in note
-    # EKS refuses a minSize above the desired size it is sent: the note gives the command that moves both
-    (raised,) = _sizes_moved("dev", minSize=1)
-    assert "--scaling-config minSize=1,maxSize=2,desiredSize=1`" in raised, raised
+    assert "; a group running more than 1 node(s) loses the others at once" in lowered, lowered
+    # a new cluster name: every group is made again, nothing to read
+    renamed = copy.deepcopy(grown)
+    renamed[P + "clusterName"] = "another"
+    assert resized_groups(plan_of("dev", old), plan_of("dev", renamed)) == ()
 
 
 def test_a_fixed_fleets_new_sizes_need_no_refresh() -> None:
