@@ -15,6 +15,7 @@ from stacks.last_update import (
     PREFLIGHT_OFF,
     announce_jobs_only_update,
     announce_upgrade,
+    desired_size_notes,
     read_last_update,
     refuse_new_region,
     resize_warning,
@@ -67,6 +68,8 @@ else:
     desired, unsized = desired_sizes_now(plan, resized) if config.preflight.enabled else ({}, PREFLIGHT_OFF)
     if unsized_groups := [n for n in resized if n not in desired]:
         pulumi.log.warn(resize_warning(plan, unsized_groups, unsized))
+    for note in desired_size_notes(plan, desired):
+        pulumi.log.info(note)
     environment = build_environment(plan, zones, desired)
     environment.workloads = build_workloads(environment)
     outputs = export_outputs(environment, settings)

@@ -28,6 +28,7 @@ from components.ordering import ordered_after
 from stacks.config import StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.admission import autoscales
+from stacks.plan.group_changes import desired_within
 from stacks.plan.tags import stack_tags
 from stacks.storage import SharedStorage, build_storage
 from stacks.zones import RegionZones, Zone, choose_zones, find_zone
@@ -106,7 +107,7 @@ def _sizing(plan: Plan, g: NodeGroupPlan, desired_now: Mapping[str, int]) -> tup
     provider would send the one Pulumi recorded. Else the stack file's, left alone where the autoscaler owns it: a
     fixed size is the stack file's."""
     if g.name in desired_now:
-        return min(max(desired_now[g.name], g.min_size), g.max_size), False
+        return desired_within(g, desired_now[g.name]), False
     return g.desired_size, autoscales(plan, g)
 
 

@@ -25,6 +25,7 @@ from stacks.config.loader import default_cluster_name, quiet
 from stacks.config.namespaces import REGION_KEY, setting
 from stacks.plan import Plan, build_plan
 from stacks.plan.flavor_change import FLAVOR_SUFFIX, spec_record
+from stacks.plan.group_changes import desired_within
 from stacks.plan.installs import installed_versions, render_moves, version_moves
 from stacks.plan.minors import (
     CLUSTER_KEY,
@@ -457,12 +458,25 @@ def resize_warning(plan: Plan, names: Sequence[str], why: Optional[str]) -> str:
     )
 
 
+def desired_size_notes(plan: Plan, desired: Mapping[str, int]) -> list[str]:
+    """What ``pulumi up`` sends as the desired size of each group whose sizes move under the autoscaler: the one EKS
+    holds (``desired``), within the new sizes (:func:`stacks.environment._sizing`)."""
+    return [
+        f"{g.path}: desiredSize {desired_within(g, desired[g.name])} sent with minSize {g.min_size} and maxSize "
+        f"{g.max_size} (EKS holds {desired[g.name]}, read now)"
+        for g in plan.all_groups
+        if g.name in desired
+    ]
+
+
 def unreadable_warning(plan: Plan, why: Exception) -> str:
     """What ``pulumi up`` says where it cannot read the stack's last update (``why``): no summary, and the command
     that shows one."""
     return (
         f"cannot read {LAST_UPDATE} ({why}), so what this update changes is not shown; "
-        f"python -m stacks plan --stack {plan.config.stack} --from <the deployed stack file> shows it"
+        f"python -m stacks plan --stack {plan.config.stack} --from <the deployed stack file> shows it. If it gives an "
+        "autoscaled group a new minSize or maxSize, answer no and run `pulumi up --refresh`: without the record, the "
+        "provider sends the desired size Pulumi recorded, and EKS scales the group to it at once"
     )
 
 

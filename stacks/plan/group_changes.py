@@ -370,6 +370,14 @@ def group_change(
         return change, sizes + notes + [f"{g.path}: {shrink}; its jobs' pods there end, whatever their budget"]
     change = _rolled_group(old_plan, new_plan, was, g, why, recorded, budgets_late)
     notes = _roll_notes(old_plan, new_plan, was, g, change, recorded)
+    if resized_under_autoscaler(old_plan, new_plan, was, g):
+        # the provider updates the version first and waits for the roll, then sends the sizes (source key
+        # ``eks-scaling-config``: resourceNodeGroupUpdate)
+        notes.append(
+            f"{g.path}: its new sizes are sent after its roll, with the desired size `pulumi up` read when it started: "
+            "a size the autoscaler sets during the roll is undone. Give the group its new sizes in a `pulumi up` of "
+            "their own"
+        )
     if shrink is not None:
         notes.append(f"{g.path}: {shrink}, besides its roll; its jobs' pods there end, whatever their budget")
     return change, sizes + notes
@@ -559,6 +567,12 @@ def resized_under_autoscaler(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan,
         and autoscales(new_plan, g)
         and (was.min_size, was.max_size) != (g.min_size, g.max_size)
     )
+
+
+def desired_within(g: NodeGroupPlan, held: int) -> int:
+    """The desired size sent for a group whose sizes move under the autoscaler: the one EKS holds, ``held``, moved
+    within the group's new minSize-maxSize."""
+    return min(max(held, g.min_size), g.max_size)
 
 
 def resized_groups(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:

@@ -260,19 +260,19 @@ class AwsClient:
 
     def node_group_desired_sizes(self, cluster: str, label: str) -> dict[str, int]:
         """The desired size EKS holds for each managed node group of the EKS cluster ``cluster``, by the value of its
-        node label ``label`` (``ListNodegroups``, then ``DescribeNodegroup`` for each; a group without that label is
-        left out)."""
+        node label ``label`` (``ListNodegroups``, then ``DescribeNodegroup`` for each). Left out: a group without
+        that label, one neither ACTIVE nor UPDATING (a failed create or delete), and a label two such groups carry."""
         pages = self._pages(self.eks, "list_nodegroups", token="nextToken", clusterName=cluster)
-        sizes = {}
+        found: dict[str, list[int]] = {}
         for n in [str(n) for p in pages for n in p.get("nodegroups", [])]:
             group = self._call(self.eks, "describe_nodegroup", clusterName=cluster, nodegroupName=n).get(
                 "nodegroup", {}
             )
             role = (group.get("labels") or {}).get(label)
             desired = (group.get("scalingConfig") or {}).get("desiredSize")
-            if role is not None and desired is not None:
-                sizes[str(role)] = int(desired)
-        return sizes
+            if role is not None and desired is not None and group.get("status", "ACTIVE") in ("ACTIVE", "UPDATING"):
+                found.setdefault(str(role), []).append(int(desired))
+        return {role: sizes[0] for role, sizes in found.items() if len(sizes) == 1}
 
     def installed_addon(self, cluster: str, addon: str) -> Optional[str]:
         """The version of ``addon`` the EKS cluster ``cluster`` runs (``DescribeAddon``), or ``None`` when it has none

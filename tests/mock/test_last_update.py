@@ -804,8 +804,11 @@ def test_new_sizes_of_an_autoscaled_group_send_the_desired_size_eks_holds(
     unchanged = run_program("dev", config=copy.deepcopy(config), fresh=True)
     assert asked == [()] and "scalingConfig.desiredSize" in _node_group(unchanged, "cpu").ignore_changes
     config[P + "nodeGroups"]["cpu"]["maxSize"] = 4
+    infos: list[str] = []
+    monkeypatch.setattr(pulumi.log, "info", lambda message, *args, **kwargs: infos.append(message))
     program = run_program("dev", config=config, fresh=True)
     assert program.error is None and asked[-1] == ("cpu",)
+    assert "nodeGroups.cpu: desiredSize 4 sent with minSize 0 and maxSize 4 (EKS holds 7, read now)" in infos, infos
     ng = _node_group(program, "cpu")
     assert ng.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 4, "maxSize": 4}  # 7 within 0-4
     assert "scalingConfig.desiredSize" not in ng.ignore_changes

@@ -1585,3 +1585,21 @@ def test_the_desired_size_unreadable_says_why(proc: sup.MotoProcess) -> None:
     plan = load(stack({"cpu": group(["m5.large"])}))
     found, why = desired_sizes_now(plan, ["cpu"], session())
     assert found == {} and why is not None and "list_nodegroups" in why, why
+
+
+def test_a_role_label_two_groups_carry_gives_no_desired_size(seeded: sup.SeededMoto) -> None:
+    """A group left over beside its replacement (a delete that failed) carries the same role label: neither size is
+    the group's for sure, so none is sent, and ``pulumi up`` warns to refresh instead."""
+    _running("1.36")
+    eks = session().client("eks")
+    plan = load(stack({"cpu": group(["m5.large"])}))
+    for nodegroup, desired in [("cpu-1a2b", 3), ("cpu-9z8y", 5)]:
+        eks.create_nodegroup(
+            clusterName=plan.config.cluster_name,
+            nodegroupName=nodegroup,
+            nodeRole="arn:aws:iam::123456789012:role/node",
+            subnets=["subnet-0123456789abcdef0"],
+            scalingConfig={"minSize": 0, "maxSize": 10, "desiredSize": desired},
+            labels={NODE_ROLE_LABEL: "cpu"},
+        )
+    assert desired_sizes_now(plan, ["cpu"], session()) == ({}, None)

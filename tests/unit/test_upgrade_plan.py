@@ -3268,3 +3268,20 @@ def test_a_renamed_cluster_is_told_from_the_record_whether_it_set_the_name_or_le
     assert renamed_cluster(named, {P + "clusterName": "other"})
     assert renamed_cluster(named, {})  # the record left it to the default, eks-training-dev
     assert not renamed_cluster(plan_of("dev", preset("dev")), {})
+
+
+def test_new_sizes_beside_a_roll_are_said_to_go_after_it() -> None:
+    """The provider updates a group's version first and waits for the roll, then sends its sizes: with the desired
+    size ``pulumi up`` read at its start, which the autoscaler may have moved meanwhile. The note says to resize in an
+    update of its own; sizes alone, or a roll alone, say nothing of it."""
+    old = preset("dev")
+    both = copy.deepcopy(old)
+    both[P + "nodeGroups"]["cpu"].update(maxSize=4, diskSizeGib=80)
+    u = compare(plan_of("dev", old), plan_of("dev", both))
+    assert any(g.path == "nodeGroups.cpu" for g in u.groups)
+    (note,) = [n for n in u.notes if "are sent after its roll" in n]
+    assert note.startswith("nodeGroups.cpu: its new sizes are sent after its roll") and note.endswith("of their own")
+    for alone in ({"maxSize": 4}, {"diskSizeGib": 80}):
+        one = copy.deepcopy(old)
+        one[P + "nodeGroups"]["cpu"].update(alone)
+        assert not [n for n in compare(plan_of("dev", old), plan_of("dev", one)).notes if "after its roll" in n]
