@@ -20,7 +20,7 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 import boto3
 import pulumi
@@ -1560,14 +1560,13 @@ def test_the_plan_lists_every_key_preflight_checks_on_an_existing_vpc_and_an_ado
     assert "eks-training:storage.fsx.storageCapacityGib" not in planned  # an adopted file system takes no quota
 
 
-def test_the_desired_size_eks_holds_is_read_by_each_groups_role_label(seeded: sup.SeededMoto) -> None:
-    """``pulumi up`` reads the desired size EKS holds for a group whose sizes move under the autoscaler
-    (ListNodegroups, DescribeNodegroup), by the ``eks-training/role`` label EKS gives its nodes: its EKS name carries a
-    generated suffix. A group the names leave out, and one without the label, are not asked for."""
+def _sized_groups(groups: list[tuple[str, Optional[str], int]]) -> Plan:
+    """A running cluster with managed node groups (EKS name, ``eks-training/role`` label or none, desired size), and
+    the plan of a stack with one ``cpu`` group on it."""
     _running("1.36")
     eks = session().client("eks")
     plan = load(stack({"cpu": group(["m5.large"])}))
-    for nodegroup, role, desired in [("cpu-1a2b", "cpu", 3), ("system-3c4d", "system", 2), ("other-5e6f", None, 9)]:
+    for nodegroup, role, desired in groups:
         eks.create_nodegroup(
             clusterName=plan.config.cluster_name,
             nodegroupName=nodegroup,
@@ -1576,6 +1575,14 @@ def test_the_desired_size_eks_holds_is_read_by_each_groups_role_label(seeded: su
             scalingConfig={"minSize": 0, "maxSize": 10, "desiredSize": desired},
             labels={NODE_ROLE_LABEL: role} if role else {},
         )
+    return plan
+
+
+def test_the_desired_size_eks_holds_is_read_by_each_groups_role_label(seeded: sup.SeededMoto) -> None:
+    """``pulumi up`` reads the desired size EKS holds for a group whose sizes move under the autoscaler
+    (ListNodegroups, DescribeNodegroup), by the ``eks-training/role`` label EKS gives its nodes: its EKS name carries a
+    generated suffix. A group the names leave out, and one without the label, are not asked for."""
+    plan = _sized_groups([("cpu-1a2b", "cpu", 3), ("system-3c4d", "system", 2), ("other-5e6f", None, 9)])
     assert desired_sizes_now(plan, ["cpu"], session()) == ({"cpu": 3}, None)
     assert desired_sizes_now(plan, ["cpu", "system", "gone"], session()) == ({"cpu": 3, "system": 2}, None)
     assert desired_sizes_now(plan, [], session()) == ({}, None)
@@ -1590,16 +1597,5 @@ def test_the_desired_size_unreadable_says_why(proc: sup.MotoProcess) -> None:
 def test_a_role_label_two_groups_carry_gives_no_desired_size(seeded: sup.SeededMoto) -> None:
     """A group left over beside its replacement (a delete that failed) carries the same role label: neither size is
     the group's for sure, so none is sent, and ``pulumi up`` warns to refresh instead."""
-    _running("1.36")
-    eks = session().client("eks")
-    plan = load(stack({"cpu": group(["m5.large"])}))
-    for nodegroup, desired in [("cpu-1a2b", 3), ("cpu-9z8y", 5)]:
-        eks.create_nodegroup(
-            clusterName=plan.config.cluster_name,
-            nodegroupName=nodegroup,
-            nodeRole="arn:aws:iam::123456789012:role/node",
-            subnets=["subnet-0123456789abcdef0"],
-            scalingConfig={"minSize": 0, "maxSize": 10, "desiredSize": desired},
-            labels={NODE_ROLE_LABEL: "cpu"},
-        )
+    plan = _sized_groups([("cpu-1a2b", "cpu", 3), ("cpu-9z8y", "cpu", 5)])
     assert desired_sizes_now(plan, ["cpu"], session()) == ({}, None)
