@@ -363,8 +363,9 @@ def _summary(
     renamed: bool,
 ) -> Optional[str]:
     """The summary of ``upgrade`` with what this version of the project moves at the recorded configuration, and the
-    note of a control plane that moved (``ahead``) or may have; ``None`` when nothing rolls, moves or starts again."""
-    changes = upgrade.groups or upgrade.addons or upgrade.data or upgrade.runs
+    note of a control plane that moved (``ahead``) or may have; ``None`` when nothing rolls, moves or starts again and
+    nothing needs a note (a job's shorter deadline in place, an autoscaled group's new sizes)."""
+    changes = upgrade.groups or upgrade.addons or upgrade.data or upgrade.runs or upgrade.notes
     # what this version of the project moves at the recorded configuration (the stack file's own moves are above)
     moves = version_moves(versions, old, plan, said={a.name for a in upgrade.addons})
     if not changes and upgrade.old_minor == upgrade.new_minor:

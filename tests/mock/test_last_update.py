@@ -834,3 +834,18 @@ def test_new_sizes_eks_does_not_give_the_desired_size_of_keep_it_ignored_and_war
         "Pulumi recorded, and EKS scales the group to it at once, whatever its pods' PodDisruptionBudgets. Answer "
         "no, and run this update as `pulumi up --refresh`, which reads it first"
     )
+
+
+def test_a_change_that_only_needs_a_note_is_said(last_outputs) -> None:
+    """Nothing rolls, moves or starts again, but the update needs a note: the summary is printed for it. A desiredSize
+    alone on an autoscaled group is left to the autoscaler; before, nothing was said."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed()
+    config = pinned()
+    config[P + "nodeGroups"]["cpu"]["desiredSize"] += 1
+    program = run_program("dev", config=config, fresh=True)
+    (summary,) = program.warnings
+    assert summary.startswith(f"upgrade from {last_update.LAST_UPDATE}:"), summary
+    assert "note: nodeGroups.cpu: desiredSize 1 -> 2: left as it is, since the autoscaler owns" in summary, summary
+    # nothing changed: nothing said
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed()
+    assert run_program("dev", config=pinned(), fresh=True).warnings == []
