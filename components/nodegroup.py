@@ -142,7 +142,9 @@ class TrainingNodeGroupArgs(TypedDict):
     autoscaler_tags: NotRequired[bool]
     """Tag the Auto Scaling group for cluster-autoscaler scale-from-zero. Default False."""
     ignore_desired_size_changes: NotRequired[bool]
-    """Let an autoscaler own the desired size (Pulumi keeps the configured value only at creation)."""
+    """Let an autoscaler own the desired size (Pulumi keeps the configured value only at creation). A later change
+    of ``min_size`` or ``max_size`` sends the desired size Pulumi recorded with it, and EKS scales the group to it:
+    give the size EKS holds as ``desired_size``, with this off, for that update (this project's program reads it)."""
     disk_size_gib: NotRequired[int]
     """Root volume size (gp3, encrypted). Default 100."""
     labels: NotRequired[dict[str, str]]

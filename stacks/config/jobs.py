@@ -393,6 +393,11 @@ class JobConfig(Model):
         return self
 
 
+def default_max_nodes(max_size: int, nodes: int) -> int:
+    """An elastic job's ``maxNodes`` where it sets none: its group's ``maxSize``, at least its ``nodes``."""
+    return max(max_size, nodes)
+
+
 def with_group_defaults(job: JobConfig, group_names: Sequence[str], groups: Mapping[str, Any]) -> JobConfig:
     """The job with the defaults that depend on the stack's worker groups, derived here and nowhere else: nodeGroup,
     when the job names none and the stack has exactly one worker group (``group_names``), is that group; an elastic
@@ -406,5 +411,5 @@ def with_group_defaults(job: JobConfig, group_names: Sequence[str], groups: Mapp
         group_name = update["node_group"] = group_names[0]
     group = groups.get(group_name) if group_name is not None else None
     if group is not None and KINDS[job.kind].elastic and job.max_nodes is None:
-        update["max_nodes"] = max(group.max_size, job.nodes)
+        update["max_nodes"] = default_max_nodes(group.max_size, job.nodes)
     return job.model_copy(update=update) if update else job

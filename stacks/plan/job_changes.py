@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
 from components.conventions import SHARED_MOUNT
+from stacks.config.jobs import default_max_nodes
 from stacks.kinds import KINDS
 from stacks.plan import RECIPE_WORDS, JobPlan, Plan
 from stacks.plan.images import ImagePlan
@@ -37,6 +38,10 @@ class JobRun:
     keep."""
     keep: str = ""
     """The setting that keeps the job as it runs, in words (``set its maxNodes: 2``), where one does."""
+
+
+#: The reason of a job that starts a new run because a job in its ``after`` does: ``a new run of <that job>``.
+AFTER_MOVED = "a new run of "
 
 
 #: What a job's program does when it starts again where the change gives the jobs a new file system (a ``data:`` line
@@ -207,7 +212,7 @@ def _follows_max_size(plan: Plan, job: JobPlan) -> bool:
     """The job's ``maxNodes`` is the one its group's ``maxSize`` gives a job that sets none
     (:func:`stacks.config.jobs.with_group_defaults`)."""
     group = plan.groups.get(job.config.node_group or "")
-    return group is not None and job.max_nodes == max(group.max_size, job.nodes)
+    return group is not None and job.max_nodes == default_max_nodes(group.max_size, job.nodes)
 
 
 def _resume_hint(name: str, job: JobPlan, old_dir: str, reasons: list[str], experiments: set[str]) -> str:
@@ -216,7 +221,7 @@ def _resume_hint(name: str, job: JobPlan, old_dir: str, reasons: list[str], expe
     experiment, or a job that moves only because a job it runs after does (that job's folder decides)."""
     if name in experiments or not KINDS[job.kind].skips_finished_runs(job):
         return ""
-    if all(r.startswith("a new run of ") for r in reasons):
+    if all(r.startswith(AFTER_MOVED) for r in reasons):
         return ""
     folder = old_dir.removeprefix(SHARED_MOUNT + "/")
     return (
@@ -304,7 +309,7 @@ def _recipe_changes(before: Mapping[str, Any], after: Mapping[str, Any], *, benc
     words = {**RECIPE_WORDS, **({"output": "the benchmark's run"} if benchmark else {})}
     out = [w for k, w in words.items() if before.get(k) != after.get(k)]
     inputs_before, inputs_after = before.get("after") or {}, after.get("after") or {}
-    out += [f"a new run of {a}" for a in inputs_after if a in inputs_before and inputs_before[a] != inputs_after[a]]
+    out += [f"{AFTER_MOVED}{a}" for a in inputs_after if a in inputs_before and inputs_before[a] != inputs_after[a]]
     if set(inputs_before) != set(inputs_after):
         out.append("after")
     return out
