@@ -22,8 +22,10 @@ EFA_ENV_COMMON: Mapping[str, str] = {
 }
 #: Per instance family. FI_EFA_USE_DEVICE_RDMA matters where the GPUs do GPUDirect RDMA over EFA
 #: (p4d/p4de/p5/p5e/p5en/p6) and is harmless with newer aws-ofi-nccl; NCCL_SHM_USE_CUDA_MEMCPY=1
-#: about doubles intra-node bandwidth on g5/g6/g6e (source keys ``aws-ofi-nccl-env``, ``efa-cheatsheet``).
+#: about doubles intra-node bandwidth on g5/g6/g6e (source keys ``aws-ofi-nccl-env``, ``efa-cheatsheet``). Every
+#: family with EFA has a line, empty where those sources give it no variable of its own (p3dn).
 EFA_ENV_BY_FAMILY: Mapping[str, Mapping[str, str]] = {
+    "p3dn": {},
     "p4d": {"FI_EFA_USE_DEVICE_RDMA": "1"},
     "p4de": {"FI_EFA_USE_DEVICE_RDMA": "1"},
     "p5": {"FI_EFA_USE_DEVICE_RDMA": "1"},

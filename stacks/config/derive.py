@@ -109,9 +109,10 @@ def fsx_location(
     clients = sorted((n for n, at in pinned.items() if at == where), key=lambda n: (n not in readers, n))
     efa_clients = tuple(n for n in clients if groups[n].uses_efa(catalog))
     if fsx.efa and not efa_clients:
+        families = ", ".join(sorted({t.family for t in catalog.instance_types.values() if t.supports_efa}))
         problems.append(
             f"{key('storage.fsx.efa')}: an EFA-enabled file system needs EFA clients, and no EFA worker group runs in "
-            f"{where}; set efa: false, or pin an EFA group (p4d, p5, p5en, p6-b200) there"
+            f"{where}; set efa: false, or pin an EFA group ({families}) there"
         )
     return FsxLocation(
         zone=None if existing_vpc else where,

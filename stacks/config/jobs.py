@@ -195,9 +195,11 @@ class JobConfig(Model):
     rendezvous_backend: RendezvousBackend = "etcd-v2"
     """pytorch: torchrun's rendezvous, an etcd 3.5 Service or c10d hosted by pod 0."""
     max_restarts: int = Field(default=DEFAULT_MAX_RESTARTS, ge=0, le=100)
-    """Pod failures the Job's backoff allows per node. pytorch: also the run's failure budget: the restarts of your
-    script after attempts in a row that each failed within 5 minutes of starting, or of the bundled trainer without a
-    new checkpoint (MAX_FAILED_ATTEMPTS, the attempts, is one more); 0 gives up at the first. A pod's own stop (a
+    """The failures the job survives. command, tensorflow: pod failures its Job's backoff allows per node. mpi: new
+    launchers after mpirun fails (the MPIJob's backoffLimit). pytorch: pod failures per node, and the run's budget:
+    the restarts of your script after attempts in a row that each failed within 5 minutes of starting, or of the
+    bundled trainer without a new checkpoint (MAX_FAILED_ATTEMPTS, the attempts, is one more); 0 gives up at the
+    first. A pod's own stop (a
     drain, a spot interruption, a scale-up; a script's exit 75 or 143 after it) never counts, nor a rank's failure
     because another rank went away."""
     checkpoint_every_seconds: Optional[Number] = Field(default=None, ge=0, le=86400)

@@ -259,7 +259,8 @@ class JobKind:
         return 0
 
     def failure_limit(self, max_restarts: int, nodes: int) -> int:
-        """The failures a job of ``nodes`` pods with ``maxRestarts`` tolerates before it fails (its backoff)."""
+        """The failures a job of ``nodes`` pods with ``maxRestarts`` tolerates before it fails, counted as
+        :meth:`roll_failures` counts them: ``maxRestarts`` itself here (an MPI job's new launchers)."""
         return max_restarts
 
     def restart_text(self) -> str:

@@ -70,7 +70,9 @@ def check_spec(
     after: Sequence[pulumi.Input[str]],
 ) -> JobSpec:
     """What a job's all-reduce health check gets from the job's plan: a name of its own, the job's output folder and
-    queue timeout, the check's queue labels (``team``'s queue in a jobs-only stack), the job's pods' annotations."""
+    queue timeout, the check's queue labels (``team``'s queue in a jobs-only stack), the job's pods' annotations.
+    It takes none of the job's other settings (args, env, timeoutHours, stopGracePeriodSeconds, the read-only root):
+    a field added to :func:`job_spec` that the check's pods need goes here too."""
     assert plan.admission is not None
     return {
         "job_name": check_job_name(job.name),

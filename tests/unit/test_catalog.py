@@ -281,6 +281,15 @@ def test_every_instance_type_has_its_pod_limit() -> None:
     assert sorted(set(INSTANCE_TYPES) ^ set(ENI_MAX_PODS)) == [], "add the type's row to ENI_MAX_PODS (instances.py)"
 
 
+def test_every_efa_family_has_its_environment() -> None:
+    """The EFA pods' NCCL and libfabric variables are looked up by family; a family without its line would get the
+    common ones only, with nothing failing."""
+    from components.catalog import EFA_ENV_BY_FAMILY
+
+    efa = {t.family for t in INSTANCE_TYPES.values() if t.supports_efa}
+    assert sorted(efa ^ set(EFA_ENV_BY_FAMILY)) == [], "add the family's line to EFA_ENV_BY_FAMILY (efa.py)"
+
+
 def test_every_kubernetes_version_has_an_autoscaler_that_can_scale() -> None:
     """Each supported minor maps to the autoscaler image of the same minor and a chart whose ClusterRole has
     what autoscaler 1.32+ waits for (volumeattachments, from chart 9.46.3): without it the pod runs but never

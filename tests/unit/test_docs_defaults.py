@@ -18,12 +18,13 @@ from tests.config_support import trainer_defaults
 from tests.harness import REPO
 
 #: How a page's prose states a key's default: ``\`key\` (default X)``, ``(\`key\`, default X)``, ``X by default
-#: (\`key\`)``, the key alone or with its path (``imageBuild.keepImages``); each with the group of the key's last
-#: part and of the value.
+#: (\`key\`)``, ``\`key\` (X by default)``, the key alone or with its path (``imageBuild.keepImages``); each with the
+#: group of the key's last part and of the value.
 STATED = [
     (re.compile(r"`(?:[a-zA-Z<>]+\.)*([a-zA-Z]+)` \(default ([^)]*)\)"), 1, 2),
     (re.compile(r"\(`(?:[a-zA-Z<>]+\.)*([a-zA-Z]+)`, default ([^)]*)\)"), 1, 2),
     (re.compile(r"(\d+(?:\.\d+)?\s*(?:s|h|%)?) by default \(`(?:[a-zA-Z<>]+\.)*([a-zA-Z]+)`\)"), 2, 1),
+    (re.compile(r"`(?:[a-zA-Z<>]+\.)*([a-zA-Z]+)` \((\d+(?:\.\d+)?\s*(?:s|h|%)?) by default\)"), 1, 2),
 ]
 #: Pages the code writes whole (their defaults come from the models themselves); the others have generated tables only.
 GENERATED = {path for path, (_, make) in FILES.items() if make is not regenerate}
@@ -76,7 +77,8 @@ def stated_defaults() -> list[tuple[str, str, str]]:
 
 def test_the_pages_state_defaults_to_check() -> None:
     keys = {key for _, key, _ in stated_defaults()}
-    assert {"stopGracePeriodSeconds", "queueTimeoutHours", "spotDiscount", "checkpointEverySeconds"} <= keys, keys
+    stated = {"stopGracePeriodSeconds", "queueTimeoutHours", "spotDiscount", "checkpointEverySeconds", "timeoutHours"}
+    assert stated | {"collectiveTimeoutSeconds"} <= keys, keys
 
 
 def test_each_default_a_page_states_is_the_one_the_program_applies() -> None:

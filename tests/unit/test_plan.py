@@ -30,6 +30,7 @@ from components.nodeplan import (
 )
 from components.scheduling import EFA_LABEL, GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL, node_scheduling, tolerations_for
 from stacks.config import ConfigError, load_config
+from stacks.config.derive import claim_readers, fsx_location
 from stacks.plan import ZONE_LABEL, build_plan, dataset_plan
 from stacks.plan.report import render, report
 from stacks.stackfile import plan_stack
@@ -524,6 +525,18 @@ def test_fsx_zone_from_the_key_or_the_only_pinned_group() -> None:
         )
     )
     assert only.storage.zone == "us-east-1d" and only.storage.efa_client_groups == ("gpu",)
+
+
+def test_an_efa_file_system_without_efa_clients_names_the_catalogs_efa_families() -> None:
+    """The loader refuses ``storage.fsx.efa`` today (storage.py: no node group configures the EFA client); once it
+    does not, the zone rule names the families with EFA, read from the catalog, not a list of a few."""
+    cfg = config(nodeGroups={"cpu": _grp(["m5.xlarge"], availabilityZone="us-east-1a")}, storage={"backend": "fsx"})
+    fsx = cfg.storage.fsx_settings.model_copy(update={"efa": True})
+    _, found = fsx_location(fsx, cfg.node_groups, claim_readers(cfg.jobs), False, cfg.catalog)
+    families = sorted({t.family for t in INSTANCE_TYPES.values() if t.supports_efa})
+    assert len(found) == 1 and found[0].startswith("eks-training:storage.fsx.efa: "), found
+    assert found[0].endswith(f"pin an EFA group ({', '.join(families)}) there"), found
+    assert {"p5", "g6e"} <= set(families)
 
 
 def test_fsx_zone_joins_the_vpc_zones() -> None:
