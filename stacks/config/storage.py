@@ -300,6 +300,10 @@ class StorageConfig(Model):
     """EFS: the performance mode. EFS cannot change it: a later ``pulumi up`` refuses another mode."""
     retain_on_delete: bool = False
     """Keep the file system when the stack is destroyed (then reuse it with fileSystemId)."""
+    delete_old_data: bool = False
+    """Let this update delete the file system the stack made (and the data bucket it made for FSx) with their data,
+    where a change replaces them: a new clusterName, backend or fileSystemId, an FSx file system made again, or a new
+    FSx s3Path (the bucket goes). Without it, `pulumi up` refuses such a change. Remove it after that update."""
     file_system_id: Optional[str] = None
     """Mount this existing file system (fs-...) instead of creating one."""
     backup: bool = False

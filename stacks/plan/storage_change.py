@@ -1,8 +1,10 @@
 """What an update of a running stack does to its shared storage: the changes the provider would make by replacing
-what holds the jobs' data (refused, :func:`storage_problems`), the other shared data a change gives the jobs (the
+what holds the jobs' data (refused, :func:`storage_problems`, unless ``storage.deleteOldData`` lets the update delete
+it: :func:`deleted_data`), the other shared data a change gives the jobs (the
 summary's ``data:`` lines, :func:`data_changes`), and what an in-place change of the file system means while jobs run
 (:func:`storage_notes`)."""
 
+from dataclasses import dataclass
 from typing import Optional
 
 from components.catalog import fsx_automatic_metadata_iops
@@ -14,7 +16,8 @@ from stacks.plan import Plan
 
 def storage_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     """Why ``pulumi up`` must not move the stack's storage from ``old_plan`` to ``new_plan``: a change EFS cannot
-    make in place, a claim Kubernetes cannot resize; each names its key. A jobs-only stack made no storage."""
+    make in place, a claim Kubernetes cannot resize, the stack's data deleted without ``storage.deleteOldData``; each
+    names its key. A jobs-only stack made no storage."""
     if old_plan.config.jobs_only:
         return []
     return (
@@ -22,6 +25,7 @@ def storage_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
         + _efs_mode_problems(old_plan, new_plan)
         + _claim_size_problems(old_plan, new_plan)
         + _fsx_metadata_problems(old_plan, new_plan)
+        + deleted_data_problems(old_plan, new_plan)
     )
 
 
@@ -36,6 +40,7 @@ def storage_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
         + _fsx_bucket_notes(old_plan, new_plan)
         + _fsx_metadata_notes(old_plan, new_plan)
         + _fsx_throughput_notes(old_plan, new_plan)
+        + _delete_old_data_notes(old_plan, new_plan)
     )
 
 
@@ -54,6 +59,104 @@ def _backend_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
         "makes that namespace and its claim again while the old ones still exist, which Kubernetes refuses, so "
         "`pulumi up` would fail early, with the new file system half made. Once the jobs have finished, give "
         f"{key('storage.namespace')} a new name in the same change (the jobs move there), or make a new stack"
+    ]
+
+
+@dataclass(frozen=True)
+class DeletedData:
+    """A change of the update that deletes data the stack made (:func:`deleted_data`)."""
+
+    change: str
+    """The change, naming its key: ``key old -> new``, with FSx's reason where FSx cannot make it in place."""
+    file_system: bool
+    """The file system the stack made goes, with the jobs' folders."""
+    bucket: bool
+    """The data bucket the stack made for FSx goes, with the datasets and what was exported."""
+    back: bool = False
+    """Setting the key back keeps the file system (FSx made again in place of the same one)."""
+
+
+def deleted_data(old_plan: Plan, new_plan: Plan) -> list[DeletedData]:
+    """The changes that make the update delete the file system the stack made, or the data bucket it made for FSx,
+    with their data (the ``data:`` lines of :func:`data_changes` and the notes that say so). None where
+    ``storage.retainOnDelete`` was applied (Pulumi reads it from the old state: they stay in AWS), the file system
+    was adopted (``fileSystemId``), or the region moves (refused whole:
+    :func:`~stacks.plan.network_change.network_problems`)."""
+    old, new = old_plan.config, new_plan.config
+    a, b = old.storage, new.storage
+    if old.jobs_only or a.file_system_id is not None or a.retain_on_delete or old.region != new.region:
+        return []
+    bucket = a.makes_data_bucket
+    if new.jobs_only:
+        change = f"{key('cluster.stackReference')} unset -> {new.cluster.stack_reference}"
+        return [DeletedData(change, file_system=True, bucket=bucket)]
+    if old.cluster_name != new.cluster_name:
+        change = f"{key('clusterName')} {old.cluster_name} -> {new.cluster_name}"
+        return [DeletedData(change, file_system=True, bucket=bucket)]
+    if a.backend != b.backend:
+        return [DeletedData(f"{key('storage.backend')} {a.backend} -> {b.backend}", file_system=True, bucket=bucket)]
+    if b.file_system_id is not None:
+        change = f"{key('storage.fileSystemId')} unset -> {b.file_system_id}"
+        return [DeletedData(change, file_system=True, bucket=bucket)]
+    if b.backend != "fsx":
+        return []
+    # a new FSx file system keeps the bucket (data_changes)
+    found = [DeletedData(what, file_system=True, bucket=False, back=True) for what in _fsx_replaced(old_plan, new_plan)]
+    if bucket and not b.makes_data_bucket:  # _fsx_bucket_notes
+        change = f"{key('storage.fsx.dataRepository.s3Path')} unset -> {b.fsx_settings.data_repository.s3_path}"
+        found.append(DeletedData(change, file_system=False, bucket=True))
+    return found
+
+
+def deleted_data_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """A change that deletes the stack's data (:func:`deleted_data`) without ``storage.deleteOldData``: the stack
+    keeps no backup by default (EFS ``backup`` is off; the FSx file system's automatic backups are off,
+    components/storage/fsx.py), so a ``pulumi up --yes`` on a warning alone would lose it."""
+    new = new_plan.config
+    if not new.jobs_only and new.storage.delete_old_data:
+        return []
+    a = old_plan.config.storage
+    lustre_kept = a.backend != "fsx" or old_plan.config.existing_vpc is not None
+    problems = []
+    for d in deleted_data(old_plan, new_plan):
+        what = " and ".join(
+            ["the file system the stack made, with the jobs' folders"] * d.file_system
+            + ["the data bucket the stack made, with the datasets and what was exported"] * d.bucket
+        )
+        them = "them" if d.file_system and d.bucket else "it"
+        fixes = ["set it back"] if d.back else []
+        if lustre_kept:
+            fixes.append(
+                f"to keep {them} in AWS, first run an update of its own that sets {key('storage.retainOnDelete')}: "
+                "true, then make this change"
+            )
+        else:
+            fixes.append(f"with FSx, {key('storage.retainOnDelete')} needs existingVpc, so nothing keeps {them} in AWS")
+        copy = (
+            "copy what you need ("
+            + " and ".join(["each job's copyCommand"] * d.file_system + ["aws s3 sync from the bucket"] * d.bucket)
+            + ")"
+        )
+        if new.jobs_only:
+            fixes.append(f"to let {them} go, {copy}, then `pulumi destroy` this stack before it becomes jobs-only")
+        else:
+            fixes.append(
+                f"to let {them} go, {copy}, then set {key('storage.deleteOldData')}: true for this update, and remove "
+                "it after"
+            )
+        fix = "; ".join(fixes)
+        problems.append(f"{d.change}: the update deletes {what}. {fix[0].upper()}{fix[1:]}")
+    return problems
+
+
+def _delete_old_data_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """``storage.deleteOldData`` left set where the update deletes nothing: a later change would delete without a
+    refusal."""
+    if not new_plan.config.storage.delete_old_data or deleted_data(old_plan, new_plan):
+        return []
+    return [
+        f"{key('storage.deleteOldData')} is set, and this update deletes no data: remove it, or a later change that "
+        "deletes the file system goes ahead without a refusal"
     ]
 
 

@@ -46,6 +46,7 @@ from stacks.plan.minors import VERSION_KEY, minor_problems, minor_step
 from stacks.plan.network_change import network_notes, network_problems
 from stacks.plan.storage_change import (
     data_changes,
+    deleted_data_problems,
     fsx_updated_in_place,
     new_data_is_empty,
     storage_notes,
@@ -321,6 +322,8 @@ def _refuse_breaking_moves(
     if not new_plan.config.jobs_only:  # a jobs-only stack makes neither cluster nor storage
         problems += _service_range_problems(old_plan, new_plan) + storage_problems(old_plan, new_plan)
         problems += _renamed_onto_problems(old_plan, new_plan, running)
+    else:  # a cluster stack that becomes jobs-only deletes what it made
+        problems += deleted_data_problems(old_plan, new_plan)
     if problems:
         raise ConfigError(problems)
 

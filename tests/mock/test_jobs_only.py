@@ -397,7 +397,15 @@ def test_a_cluster_stack_turned_jobs_only_says_at_pulumi_up_what_it_deletes(clus
     Before, only ``plan --from`` said so."""
     from stacks.last_update import CONFIG_OUTPUT
 
-    program = _vision_after(STACK_OUTPUTS[REFERENCE][CONFIG_OUTPUT], _config("vision"))
+    made = STACK_OUTPUTS[REFERENCE][CONFIG_OUTPUT]
+    with pytest.raises(ConfigError, match="the update deletes the file system the stack made"):
+        _vision_after(made, _config("vision"))  # its file system goes with the jobs' folders
+    # the record kept it (storage.retainOnDelete): the update goes on, and its summary names what it deletes
+    record = json.loads(made)
+    record[f"{PROJECT}:storage"] = json.dumps(
+        {**json.loads(record.get(f"{PROJECT}:storage", "{}")), "retainOnDelete": True}
+    )
+    program = _vision_after(json.dumps(record), _config("vision"))
     assert program.error is None, program.error
     said = [w for w in program.warnings if "the stack becomes a jobs-only stack" in w]
     assert len(said) == 1 and "deletes what it made (the cluster, its nodes" in said[0], program.warnings

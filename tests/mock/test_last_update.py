@@ -769,6 +769,7 @@ def test_a_new_cluster_name_is_a_new_cluster_at_pulumi_up_and_names_one_that_has
     last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=SKIPPED, extendedSupport=True)
     config = cluster_runs(runs) if runs else {**pinned(), P + "preflight": {"enabled": False}}
     config[P + "clusterName"] = "dev-two"
+    config[P + "storage"] = {**config.get(P + "storage", {}), "deleteOldData": True}  # the old file system goes
     program = run_program("dev", config=config, fresh=True)
     assert program.error is None and program.registrations
     (summary,) = program.warnings

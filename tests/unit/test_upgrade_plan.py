@@ -1291,6 +1291,11 @@ def test_a_pinned_stack_has_no_unpinned_note() -> None:
     assert "after a project update that raises the default, `pulumi up` stops until you choose the minor" in note
 
 
+def let_go(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``cfg`` with ``storage.deleteOldData``: the update may delete the file system the stack made."""
+    return {**cfg, P + "storage": {**(cfg.get(P + "storage") or {}), "deleteOldData": True}}
+
+
 def _storage(stack: str, **settings: Any) -> dict[str, Any]:
     cfg = preset(stack)
     cfg[P + "storage"] = {**(cfg.get(P + "storage") or {}), **settings}
@@ -1438,9 +1443,52 @@ def test_a_change_that_replaces_the_cluster_or_the_jobs_data_is_named(
             cfg[k] = {**(cfg.get(k) or {}), **v} if isinstance(v, dict) else v
     if "efs" in json.dumps(new) and P + "storage" in after:  # an FSx preset moved to EFS drops its FSx settings
         after[P + "storage"].pop("fsx", None)
+    if " is deleted with " in said:  # refused without it (test_an_update_that_deletes_the_stacks_data_is_refused)
+        after = let_go(after)
     u = compare(plan_of(stack, before), plan_of(stack, after))
     assert u.data == (said,)
     assert f"\n  data: {said}\n" in render_upgrade(upgrade_report(u))
+
+
+def test_an_update_that_deletes_the_stacks_data_is_refused() -> None:
+    """A change that deletes the file system the stack made (or its FSx data bucket) with the jobs' data is refused,
+    naming the change and both ways on: keep it with retainOnDelete, applied first, or let it go for one update with
+    deleteOldData, which a later update says to remove. A preview's warning alone would not stop `pulumi up --yes`."""
+    renamed = {**preset("dev"), P + "clusterName": "other"}
+    assert _refused(plan_of("dev", preset("dev")), plan_of("dev", renamed)) == (
+        "eks-training:clusterName eks-training-dev -> other: the update deletes the file system the stack made, with "
+        "the jobs' folders. To keep it in AWS, first run an update of its own that sets "
+        "eks-training:storage.retainOnDelete: true, then make this change; to let it go, copy what you need (each "
+        "job's copyCommand), then set eks-training:storage.deleteOldData: true for this update, and remove it after"
+    )
+    smaller = _storage("p5", fsx={**preset("p5")[P + "storage"]["fsx"], "storageCapacityGib": 1200})
+    bigger = _storage("p5", fsx={**preset("p5")[P + "storage"]["fsx"], "storageCapacityGib": 2400})
+    assert _refused(plan_of("p5", bigger), plan_of("p5", smaller)) == (
+        "eks-training:storage.fsx.storageCapacityGib 2400 -> 1200: FSx grows a file system but never shrinks it: the "
+        "update deletes the file system the stack made, with the jobs' folders. Set it back; with FSx, "
+        "eks-training:storage.retainOnDelete needs existingVpc, so nothing keeps it in AWS; to let it go, copy "
+        "what you need (each job's copyCommand), then set eks-training:storage.deleteOldData: true for this update, "
+        "and remove it after"
+    )
+    # retainOnDelete as the last update applied it keeps the file system in AWS: nothing to refuse
+    kept = {**preset("dev"), P + "storage": {"retainOnDelete": True}}
+    assert compare(plan_of("dev", kept), plan_of("dev", {**kept, P + "clusterName": "other"})).data
+    # set in the same update, it is not applied yet to the file system that goes
+    assert "the update deletes the file system" in _refused(
+        plan_of("dev", preset("dev")), plan_of("dev", {**kept, P + "clusterName": "other"})
+    )
+    # deleteOldData lets it go, and says so on the data line; left set, the next update says to remove it
+    u = compare(plan_of("dev", preset("dev")), plan_of("dev", let_go(renamed)))
+    assert u.data and "the old file system is deleted with its data" in u.data[0], u.data
+    assert not [n for n in u.notes if "deleteOldData" in n], u.notes
+    left = compare(plan_of("dev", let_go(renamed)), plan_of("dev", let_go(renamed)))
+    assert [n for n in left.notes if "deleteOldData" in n] == [
+        "eks-training:storage.deleteOldData is set, and this update deletes no data: remove it, or a later change that "
+        "deletes the file system goes ahead without a refusal"
+    ], left.notes
+    assert not [
+        n for n in compare(plan_of("dev", preset("dev")), plan_of("dev", preset("dev"))).notes if "deleteOldData" in n
+    ]
 
 
 @pytest.mark.parametrize("stack, backend", [("dev", "fsx"), ("p5", "efs")])
@@ -1451,6 +1499,9 @@ def test_another_backend_in_the_same_namespace_is_refused(stack: str, backend: s
     new = preset(stack)
     new[P + "storage"] = {k: v for k, v in (new.get(P + "storage") or {}).items() if k != "fsx"}
     new[P + "storage"]["backend"] = backend
+    new[P + "storage"]["deleteOldData"] = (
+        True  # the old file system goes (test_an_update_that_deletes_the_stacks_data_is_refused)
+    )
     if backend == "fsx":  # FSx sits in one zone: the one of the groups that mount it
         for g in new[P + "nodeGroups"].values():
             g["availabilityZone"] = "us-east-1a"
@@ -1462,14 +1513,14 @@ def test_another_backend_in_the_same_namespace_is_refused(stack: str, backend: s
         "`pulumi up` would fail early, with the new file system half made. Once the jobs have finished, give "
         "eks-training:storage.namespace a new name in the same change (the jobs move there), or make a new stack"
     )
-    renamed = {**new, P + "clusterName": "other"}
+    renamed = let_go({**new, P + "clusterName": "other"})
     assert compare(plan_of(stack, preset(stack)), plan_of(stack, renamed)).data
 
 
 def test_a_new_cluster_name_says_every_group_is_made_again_and_the_time_is_a_new_stacks() -> None:
     """A new clusterName makes every resource again: the summary says so of the groups and the time, rather than
     'none rolls' and 'no update'."""
-    renamed = {**preset("dev"), P + "clusterName": "other"}
+    renamed = let_go({**preset("dev"), P + "clusterName": "other"})
     text = render_upgrade(upgrade_report(compare(plan_of("dev", preset("dev")), plan_of("dev", renamed))))
     assert "  node groups: every group is made again with the new cluster, then the old ones deleted\n" in text, text
     assert "  expected duration: a new stack's: `python -m stacks plan --stack NAME` models its path" in text, text
@@ -1483,7 +1534,7 @@ def test_a_new_cluster_name_starts_the_new_cluster_at_any_minor() -> None:
     for minor, refused in (("1.36", "skips 1 minor(s)"), ("1.33", "is older than the running 1.34")):
         cfg = variant("dev", kubernetesVersion=minor, extendedSupport=True)
         assert refused in _refused(old, plan_of("dev", cfg))
-        u = compare(old, plan_of("dev", {**cfg, P + "clusterName": "other"}))
+        u = compare(old, plan_of("dev", let_go({**cfg, P + "clusterName": "other"})))
         assert (u.old_minor, u.new_minor, u.running, u.cluster_replaced) == (minor, minor, None, True)
         assert u.groups == () and not [n for n in u.notes if "roll" in n], u.notes
         assert {a.change for a in u.addons} == {"installed"}, u.addons
@@ -1497,7 +1548,7 @@ def test_a_new_cluster_names_old_groups_run_beside_the_new_ones_until_the_end() 
     run beside the new groups', in the summary's notes and in preflight's vCPU count. A stack that was jobs-only
     deletes no group: its groups were another stack's."""
     old = plan_of("p5", preset("p5"))
-    renamed = plan_of("p5", {**preset("p5"), P + "clusterName": "other"})
+    renamed = plan_of("p5", let_go({**preset("p5"), P + "clusterName": "other"}))
     beside = [n for n in compare(old, renamed).notes if "the new group's nodes start beside the old group's" in n]
     assert [n.split(":")[0] for n in beside] == ["systemNodeGroup", "nodeGroups.gpu"], beside
     parts = quota_needs(renamed, old)[("P", "On-Demand")]
@@ -1512,7 +1563,7 @@ def test_a_new_cluster_name_whose_cluster_runs_already_goes_on_with_it_one_minor
     old = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
 
     def renamed(minor: str) -> Plan:
-        return plan_of("dev", {**variant("dev", kubernetesVersion=minor), P + "clusterName": "other"})
+        return plan_of("dev", let_go({**variant("dev", kubernetesVersion=minor), P + "clusterName": "other"}))
 
     said = "eks-training:clusterName eks-training-dev -> other: a cluster named other already runs Kubernetes"
     u = compare(old, renamed("1.36"), running="1.35")
@@ -1532,6 +1583,14 @@ def test_a_new_s3_path_names_the_bucket_the_stack_made_which_goes() -> None:
     new = preset("p5")
     new[P + "storage"] = {**new[P + "storage"], "fsx": {**new[P + "storage"]["fsx"], "dataRepository": {}}}
     new[P + "storage"]["fsx"]["dataRepository"] = {"s3Path": "s3://mine/datasets/"}
+    assert _refused(plan_of("p5", preset("p5")), plan_of("p5", new)) == (
+        "eks-training:storage.fsx.dataRepository.s3Path unset -> s3://mine/datasets/: the update deletes the data "
+        "bucket the stack made, with the datasets and what was exported. With FSx, "
+        "eks-training:storage.retainOnDelete needs existingVpc, so nothing keeps it in AWS; to let it go, copy what "
+        "you need (aws s3 sync from the bucket), then set eks-training:storage.deleteOldData: true for this update, "
+        "and remove it after"
+    )
+    new = let_go(new)
     u = compare(plan_of("p5", preset("p5")), plan_of("p5", new))
     assert u.data == ()
     (note,) = [n for n in u.notes if "dataRepository.s3Path" in n]
@@ -1800,7 +1859,13 @@ def test_a_stack_that_becomes_jobs_only_or_makes_its_own_cluster_says_what_it_de
     jobs-only stack turned into a cluster stack makes them, with a new, empty file system: each is a data: line. The
     teams' stacks are told to be destroyed first, there and where the cluster is made again under a new name."""
     shared = load_yaml((REPO / "examples" / "teams" / "Pulumi.shared.yaml").read_text())["config"]
-    (line,) = compare(plan_of("vision", shared), plan_of("vision", _vision())).data
+    # its file system goes too: refused, as a jobs-only file takes no storage.deleteOldData, unless kept
+    assert _refused(plan_of("vision", shared), plan_of("vision", _vision())).endswith(
+        "to let it go, copy what you need (each job's copyCommand), then `pulumi destroy` this stack before it becomes "
+        "jobs-only"
+    )
+    kept = {**shared, P + "storage": {**shared.get(P + "storage", {}), "retainOnDelete": True}}
+    (line,) = compare(plan_of("vision", kept), plan_of("vision", _vision())).data
     assert line.startswith(
         "eks-training:cluster.stackReference unset -> organization/eks-training/shared: the stack becomes a jobs-only "
         "stack and deletes what it made (the cluster, its nodes, the VPC, the file system, Kueue)"
@@ -1809,7 +1874,8 @@ def test_a_stack_that_becomes_jobs_only_or_makes_its_own_cluster_says_what_it_de
         "; the teams' jobs-only stacks (vision, nlp) lose their cluster: run `pulumi destroy` on them first (a destroy "
         "cannot reach a cluster that is gone)"
     ), line
-    (renamed,) = compare(plan_of("shared", shared), plan_of("shared", {**shared, P + "clusterName": "shared-two"})).data
+    two = let_go({**shared, P + "clusterName": "shared-two"})
+    (renamed,) = compare(plan_of("shared", shared), plan_of("shared", two)).data
     assert renamed.endswith(
         "; the teams' jobs-only stacks (vision, nlp) lose their cluster: run `pulumi destroy` on them first, and "
         "`pulumi up` on them after (a destroy cannot reach a cluster that is gone)"
@@ -2031,7 +2097,7 @@ def test_jobs_on_new_shared_data_start_from_their_first_step() -> None:
     old = preset("p5")
     moved = copy.deepcopy(old)
     moved[P + "nodeGroups"]["gpu"]["availabilityZone"] = "us-east-1b"  # FSx stays in its subnet: a new file system
-    u = compare(plan_of("p5", old), plan_of("p5", moved))
+    u = compare(plan_of("p5", old), plan_of("p5", let_go(moved)))
     assert u.data and u.data_empty and u.runs and all(r.rerun in ("", NEW_DATA_RERUN) for r in u.runs), u.runs
     text = render_upgrade(upgrade_report(u))
     assert "latest checkpoint" not in text, text
@@ -2060,7 +2126,7 @@ def test_the_expected_duration_names_what_it_does_not_count() -> None:
 
     moved = copy.deepcopy(p5)
     moved[P + "nodeGroups"]["gpu"]["availabilityZone"] = "us-east-1b"
-    u = compare(plan_of("p5", p5), plan_of("p5", moved))
+    u = compare(plan_of("p5", p5), plan_of("p5", let_go(moved)))
     assert u.untimed == ("a new FSx file system (about 8 min) and the datasets staged on it again",), u.untimed
 
     old, new = plan_of("dev", preset("dev")), plan_of("dev", preset("dev"))
@@ -2205,7 +2271,7 @@ def test_what_keeps_the_vpc_and_its_subnets_is_no_network_change() -> None:
     ):
         u = compare(base, plan_of("dev", cfg), region=REGION)
         assert u.data == () and not any("zones" in n for n in u.notes), u
-    renamed = {**_network("dev", vpcCidr="10.1.0.0/16"), P + "clusterName": "dev-two"}
+    renamed = let_go({**_network("dev", vpcCidr="10.1.0.0/16"), P + "clusterName": "dev-two"})
     u = compare(base, plan_of("dev", renamed))
     assert u.data and u.data[0].startswith("eks-training:clusterName"), u.data
 
@@ -3236,7 +3302,9 @@ def test_a_stack_file_turned_from_one_kind_into_the_other_moves_no_minor() -> No
     # two minors below the default: a move to it would skip one
     older = SUPPORTED_KUBERNETES_VERSIONS[SUPPORTED_KUBERNETES_VERSIONS.index(DEFAULT_KUBERNETES_VERSION) - 2]
     below = SUPPORTED_KUBERNETES_VERSIONS[SUPPORTED_KUBERNETES_VERSIONS.index(DEFAULT_KUBERNETES_VERSION) - 1]
-    to_jobs_only = compare(plan_of("vision", _at_minor(_shared(), older)), plan_of("vision", _vision()))
+    kept = _at_minor(_shared(), older)
+    kept[P + "storage"] = {**kept.get(P + "storage", {}), "retainOnDelete": True}  # else refused: it deletes the data
+    to_jobs_only = compare(plan_of("vision", kept), plan_of("vision", _vision()))
     assert to_jobs_only.old_minor == to_jobs_only.new_minor == older
     text = render_upgrade(upgrade_report(to_jobs_only))
     assert "the stack becomes a jobs-only stack" in text and "\n  Kubernetes " not in text, text
