@@ -224,7 +224,7 @@ def _update_notes(
     """The notes of the update beside its node groups': the jobs, the add-ons and the network, then the cluster
     stack's own settings (its service range, endpoint, teams and storage)."""
     notes = block_start_notes(deferred)
-    notes += _kueue_move_notes(new_plan, groups, runs)
+    notes += _kueue_move_notes(new_plan, groups, runs) + _kueue_restart_notes(old_plan, new_plan, runs)
     notes += _team_notes(new_plan, groups)
     notes += [] if new_plan.config.jobs_only else _own_quota_notes(old_plan, new_plan)
     notes += held_addon_notes(old_plan, new_plan)
@@ -523,15 +523,56 @@ def _kueue_move_notes(new_plan: Plan, groups: list[GroupChange], runs: tuple[Job
     if new_plan.config.jobs_only:
         return []
     moved = [g for g in groups if g.path == new_plan.system.path and g.action in MOVES_PODS]
+    return [f"{g.path} {g.action}: Kueue's one controller pod moves with it. {_kueue_down(runs)}" for g in moved]
+
+
+def _kueue_down(runs: tuple[JobRun, ...]) -> str:
+    """What a Kueue controller that starts again means for the update (:func:`_kueue_move_notes`): the jobs ``runs``
+    creates or replaces may be refused meanwhile."""
     changed = [r.name for r in runs if r.action != "removed"]
     effect = (
         f"this update creates or replaces job(s) {', '.join(changed)}, so `pulumi up` may fail on them"
         if changed
         else "if this update also changes one, `pulumi up` may fail on it"
     )
-    return [
-        f"{g.path} {g.action}: Kueue's one controller pod moves with it. Until its new pod is ready, no job is "
-        f"admitted, and Kueue's webhooks refuse a Job or MPIJob, or a Kueue queue or flavor, created or changed: "
-        f"{effect}. Run it again once `kubectl -n kueue-system get deploy` shows Kueue ready"
-        for g in moved
-    ]
+    return (
+        "Until its new pod is ready, no job is admitted, and Kueue's webhooks refuse a Job or MPIJob, or a Kueue queue "
+        f"or flavor, created or changed: {effect}. Run it again once `kubectl -n kueue-system get deploy` shows Kueue "
+        "ready"
+    )
+
+
+def _kueue_restart_notes(old_plan: Plan, new_plan: Plan, runs: tuple[JobRun, ...]) -> list[str]:
+    """Kueue's manager started again by new settings of its chart (:func:`components.admission.chart_values`): the
+    topology feature gate, set while a group is placed by topology, and the ProvisioningRequest annotation, set while
+    a group scales from zero for such jobs; the cluster autoscaler starts again with its ProvisioningRequest flag.
+    Running jobs keep running. Neither stack jobs-only: one installs no Kueue, the other makes a new cluster."""
+    a, b = old_plan.admission, new_plan.admission
+    if a is None or b is None or old_plan.config.jobs_only or new_plan.config.jobs_only:
+        return []
+    if not same_cluster(old_plan.config, new_plan.config):
+        return []
+    topology = (bool(a.topologies), bool(b.topologies))
+    provisioning = (a.provisioning is not None, b.provisioning is not None)
+    why = []
+    if topology[0] != topology[1]:
+        why.append(
+            "topology-aware scheduling on (the first group placed by topology)"
+            if topology[1]
+            else "topology-aware scheduling off (no group placed by topology)"
+        )
+    if provisioning[0] != provisioning[1]:
+        why.append(
+            "the ProvisioningRequest check on (the first topology-aware group that scales from zero)"
+            if provisioning[1]
+            else "the ProvisioningRequest check off (no topology-aware group scales from zero)"
+        )
+    if not why:
+        return []
+    notes = [f"Kueue starts again with {' and '.join(why)}. {_kueue_down(runs)}"]
+    if provisioning[0] != provisioning[1]:
+        notes.append(
+            "the cluster autoscaler starts again with ProvisioningRequests "
+            f"{'on' if provisioning[1] else 'off'}: a scale-up waits for its new pod"
+        )
+    return notes

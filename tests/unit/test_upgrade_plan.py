@@ -1450,6 +1450,39 @@ def test_a_change_that_replaces_the_cluster_or_the_jobs_data_is_named(
     assert f"\n  data: {said}\n" in render_upgrade(upgrade_report(u))
 
 
+def test_the_first_topology_aware_group_says_kueue_and_the_autoscaler_start_again() -> None:
+    """A group placed by topology turns on Kueue's topology feature gate, and one that scales from zero the
+    ProvisioningRequest check and the autoscaler's flag: their Deployments start again (components/admission.py,
+    components/autoscaler.py). Running jobs keep running; a Job created meanwhile may be refused. Removing the group
+    turns them off, with the same notes."""
+    old = preset("g5")
+    new = copy.deepcopy(old)
+    big = {"instanceTypes": ["g6e.48xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 2}
+    new[P + "nodeGroups"]["big"] = {**big, "availabilityZone": "us-east-1a"}
+    u = compare(plan_of("g5", old), plan_of("g5", new))
+    kueue = [n for n in u.notes if n.startswith("Kueue starts again")]
+    assert kueue == [
+        "Kueue starts again with topology-aware scheduling on (the first group placed by topology) and the "
+        "ProvisioningRequest check on (the first topology-aware group that scales from zero). Until its new pod is "
+        "ready, no job is admitted, and Kueue's webhooks refuse a Job or MPIJob, or a Kueue queue or flavor, created "
+        "or changed: if this update also changes one, `pulumi up` may fail on it. Run it again once `kubectl -n "
+        "kueue-system get deploy` shows Kueue ready"
+    ], u.notes
+    assert (
+        "the cluster autoscaler starts again with ProvisioningRequests on: a scale-up waits for its new pod" in u.notes
+    )
+    back = compare(plan_of("g5", new), plan_of("g5", old)).notes
+    assert [n for n in back if "topology-aware scheduling off" in n and "ProvisioningRequest check off" in n], back
+    # a fixed size: topology without the check, so the autoscaler keeps its flags
+    fixed = copy.deepcopy(old)
+    fixed[P + "nodeGroups"]["big"] = {**big, "minSize": 2, "desiredSize": 2, "availabilityZone": "us-east-1a"}
+    notes = compare(plan_of("g5", old), plan_of("g5", fixed)).notes
+    assert [n for n in notes if n.startswith("Kueue starts again with topology-aware scheduling on (the first")], notes
+    assert not [n for n in notes if "ProvisioningRequest" in n], notes
+    # nothing changes Kueue's settings: no note
+    assert not [n for n in compare(plan_of("g5", old), plan_of("g5", old)).notes if "starts again" in n]
+
+
 def test_an_update_that_deletes_the_stacks_data_is_refused() -> None:
     """A change that deletes the file system the stack made (or its FSx data bucket) with the jobs' data is refused,
     naming the change and both ways on: keep it with retainOnDelete, applied first, or let it go for one update with
