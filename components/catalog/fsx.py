@@ -17,6 +17,10 @@ FSX_DEPLOYMENT_TYPE = "PERSISTENT_2"
 #: Lustre version: 2.15 is "recommended for all new file systems" and is the default for PERSISTENT_2
 #: with a metadata configuration (source key ``fsx-api-create-file-system``).
 FSX_LUSTRE_VERSION = "2.15"
+#: Storage type: SSD, whose throughput tiers and capacities these are. Like the deployment type and a lower Lustre
+#: version, a new one makes a new file system (pulumi-aws ``fsx.LustreFileSystem``; a higher Lustre version is
+#: upgraded in place), so each update records them (:func:`stacks.plan.storage_change.fsx_record`).
+FSX_STORAGE_TYPE = "SSD"
 #: Per-unit storage throughput (MB/s per TiB) offered for PERSISTENT_2 SSD (source key
 #: ``fsx-api-lustre-configuration``).
 FSX_THROUGHPUT_TIERS: tuple[int, ...] = (125, 250, 500, 1000)

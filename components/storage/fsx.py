@@ -29,6 +29,7 @@ from components.catalog import (
     FSX_LUSTRE_VERSION,
     FSX_METADATA_IOPS,
     FSX_METADATA_MODES,
+    FSX_STORAGE_TYPE,
     FSX_THROUGHPUT_TIERS,
     IMAGES,
     fsx_capacity_problem,
@@ -380,7 +381,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
         return aws.fsx.LustreFileSystem(
             f"{name}-fs",
             deployment_type=FSX_DEPLOYMENT_TYPE,
-            storage_type="SSD",
+            storage_type=FSX_STORAGE_TYPE,
             file_system_type_version=FSX_LUSTRE_VERSION,
             storage_capacity=s.capacity,
             per_unit_storage_throughput=s.throughput,

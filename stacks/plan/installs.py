@@ -18,6 +18,7 @@ from stacks.kinds import KINDS
 from stacks.plan import Plan
 from stacks.plan.flavor_change import FLAVOR_SUFFIX, flavor_records
 from stacks.plan.job_changes import BUILD_SUFFIX, image_builds
+from stacks.plan.storage_change import FSX_RECORD, fsx_record
 from stacks.plan.templates import TEMPLATE_SUFFIX, template_digests
 
 #: How the record names an EKS add-on that runs at EKS's default for its minor (no pin, no override).
@@ -49,8 +50,8 @@ def autoscaler_version(minor: str) -> str:
 def installed_versions(plan: Plan) -> dict[str, str]:
     """The version of each thing the cluster stack of ``plan`` installs, by name, as this version of the project pins
     it: its EKS add-ons, Kueue, the device plugins, the cluster autoscaler, the MPI Operator, the ProvisioningRequest
-    CRD and etcd; then the builds of the images the jobs run, each node group's launch template digest and what its
-    Kueue flavor is applied with."""
+    CRD and etcd; the fixed settings of the FSx file system it makes; then the builds of the images the jobs run, each
+    node group's launch template digest and what its Kueue flavor is applied with."""
     cluster = plan.config.cluster
     out = {
         addon: addon_version_for(addon, cluster.kubernetes_version, cluster.addon_versions) or EKS_DEFAULT
@@ -73,6 +74,8 @@ def installed_versions(plan: Plan) -> dict[str, str]:
         out["mpi-operator"] = MANIFESTS["mpi-operator"].version
     if uses_etcd(plan):
         out["etcd"] = _image(IMAGES["etcd"].ref)
+    if (fsx := fsx_record(plan)) is not None:
+        out[FSX_RECORD] = fsx
     return {**out, **image_builds(plan), **template_digests(plan), **flavor_records(plan)}
 
 

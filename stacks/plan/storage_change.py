@@ -4,20 +4,73 @@ it: :func:`deleted_data`), the other shared data a change gives the jobs (the
 summary's ``data:`` lines, :func:`data_changes`), and what an in-place change of the file system means while jobs run
 (:func:`storage_notes`)."""
 
+import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Mapping, Optional
 
-from components.catalog import fsx_automatic_metadata_iops
+from components.catalog import FSX_DEPLOYMENT_TYPE, FSX_LUSTRE_VERSION, FSX_STORAGE_TYPE, fsx_automatic_metadata_iops
 from stacks.config import key
 from stacks.config.base import quantity_value
 from stacks.config.storage import FsxConfig, StorageConfig
 from stacks.plan import Plan
 
+#: How the record of an update (``deployedVersions``) names the fixed settings of the FSx file system the stack made.
+FSX_RECORD = "fsx-file-system"
 
-def storage_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
+
+def fsx_record(plan: Plan) -> Optional[str]:
+    """The settings of the FSx file system ``plan`` makes that this version of the project fixes, and a new version
+    could change: its deployment type, storage type and Lustre version, each of which makes a new file system. None
+    without one the stack makes."""
+    s = plan.config.storage
+    if plan.config.jobs_only or s.backend != "fsx" or s.file_system_id is not None:
+        return None
+    return f"{FSX_DEPLOYMENT_TYPE} {FSX_STORAGE_TYPE}, Lustre {FSX_LUSTRE_VERSION}"
+
+
+#: :func:`fsx_record`'s form: the deployment type, the storage type and the Lustre version.
+_FSX_RECORD_RE = re.compile(r"(\S+) (\S+), Lustre (\d+(?:\.\d+)*)")
+
+
+def _fsx_record_move(new_plan: Plan, recorded: Optional[Mapping[str, object]]) -> Optional[tuple[str, str, bool]]:
+    """``(recorded, now, replaced)`` where the last update recorded other fixed settings (:func:`fsx_record`) than
+    this version gives the file system ``new_plan`` keeps making. ``replaced``: another deployment or storage type, or
+    a lower Lustre version, each of which makes a new file system; a higher Lustre version is upgraded in place
+    (pulumi-aws ``fsx.LustreFileSystem``'s ``file_system_type_version``). None without a record of them (an older
+    version's) or a file system the stack keeps making."""
+    was, now = (recorded or {}).get(FSX_RECORD), fsx_record(new_plan)
+    old, new = _FSX_RECORD_RE.fullmatch(str(was)), _FSX_RECORD_RE.fullmatch(now or "")
+    if was is None or old is None or new is None or old.groups() == new.groups():
+        return None
+    version = [tuple(int(n) for n in m[3].split(".")) for m in (old, new)]
+    return str(was), new[0], old.group(1, 2) != new.group(1, 2) or version[1] < version[0]
+
+
+def _fsx_record_change(new_plan: Plan, recorded: Optional[Mapping[str, object]]) -> Optional[str]:
+    """``"this version of the project makes the FSx file system old -> new"`` where the new settings make it again,
+    empty (:func:`_fsx_record_move`); else None."""
+    move = _fsx_record_move(new_plan, recorded)
+    if move is None or not move[2]:
+        return None
+    return f"this version of the project makes the FSx file system {move[0]} -> {move[1]}"
+
+
+def _fsx_upgrade_notes(new_plan: Plan, recorded: Optional[Mapping[str, object]]) -> list[str]:
+    """A higher Lustre version this version of the project gives the file system (:func:`_fsx_record_move`): FSx
+    upgrades it in place (UpdateFileSystem), and `pulumi up` waits for it."""
+    move = _fsx_record_move(new_plan, recorded)
+    if move is None or move[2]:
+        return []
+    return [
+        f"this version of the project upgrades the FSx file system {move[0]} -> {move[1]} in place: the file system "
+        "stays, with its data, and may be slow or unavailable while FSx updates it; take it between jobs"
+    ]
+
+
+def storage_problems(old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None) -> list[str]:
     """Why ``pulumi up`` must not move the stack's storage from ``old_plan`` to ``new_plan``: a change EFS cannot
     make in place, a claim Kubernetes cannot resize, the stack's data deleted without ``storage.deleteOldData``; each
-    names its key. A jobs-only stack made no storage."""
+    names its key. A jobs-only stack made no storage. ``recorded``: what the last update recorded it installed."""
     if old_plan.config.jobs_only:
         return []
     return (
@@ -25,11 +78,11 @@ def storage_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
         + _efs_mode_problems(old_plan, new_plan)
         + _claim_size_problems(old_plan, new_plan)
         + _fsx_metadata_problems(old_plan, new_plan)
-        + deleted_data_problems(old_plan, new_plan)
+        + deleted_data_problems(old_plan, new_plan, recorded)
     )
 
 
-def storage_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+def storage_notes(old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None) -> list[str]:
     """What the update does to the storage it keeps: a new StorageClass, an FSx file system grown, linked to another
     bucket, switched to another metadata mode or throughput tier."""
     if old_plan.config.jobs_only:  # it made no storage: the data: line says what the new one is
@@ -40,7 +93,8 @@ def storage_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
         + _fsx_bucket_notes(old_plan, new_plan)
         + _fsx_metadata_notes(old_plan, new_plan)
         + _fsx_throughput_notes(old_plan, new_plan)
-        + _delete_old_data_notes(old_plan, new_plan)
+        + _delete_old_data_notes(old_plan, new_plan, recorded)
+        + _fsx_upgrade_notes(new_plan, recorded)
     )
 
 
@@ -76,12 +130,13 @@ class DeletedData:
     """Setting the key back keeps the file system (FSx made again in place of the same one)."""
 
 
-def deleted_data(old_plan: Plan, new_plan: Plan) -> list[DeletedData]:
+def deleted_data(old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None) -> list[DeletedData]:
     """The changes that make the update delete the file system the stack made, or the data bucket it made for FSx,
     with their data (the ``data:`` lines of :func:`data_changes` and the notes that say so). None where
     ``storage.retainOnDelete`` was applied (Pulumi reads it from the old state: they stay in AWS), the file system
     was adopted (``fileSystemId``), or the region moves (refused whole:
-    :func:`~stacks.plan.network_change.network_problems`)."""
+    :func:`~stacks.plan.network_change.network_problems`). ``recorded``: the last update's record, whose
+    :func:`fsx_record` a new version of the project may change."""
     old, new = old_plan.config, new_plan.config
     a, b = old.storage, new.storage
     if old.jobs_only or a.file_system_id is not None or a.retain_on_delete or old.region != new.region:
@@ -102,13 +157,15 @@ def deleted_data(old_plan: Plan, new_plan: Plan) -> list[DeletedData]:
         return []
     # a new FSx file system keeps the bucket (data_changes)
     found = [DeletedData(what, file_system=True, bucket=False, back=True) for what in _fsx_replaced(old_plan, new_plan)]
+    if (moved := _fsx_record_change(new_plan, recorded)) is not None:
+        found.append(DeletedData(moved, file_system=True, bucket=False))
     if bucket and not b.makes_data_bucket:  # _fsx_bucket_notes
         change = f"{key('storage.fsx.dataRepository.s3Path')} unset -> {b.fsx_settings.data_repository.s3_path}"
         found.append(DeletedData(change, file_system=False, bucket=True))
     return found
 
 
-def deleted_data_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
+def deleted_data_problems(old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None) -> list[str]:
     """A change that deletes the stack's data (:func:`deleted_data`) without ``storage.deleteOldData``: the stack
     keeps no backup by default (EFS ``backup`` is off; the FSx file system's automatic backups are off,
     components/storage/fsx.py), so a ``pulumi up --yes`` on a warning alone would lose it."""
@@ -118,7 +175,7 @@ def deleted_data_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     a = old_plan.config.storage
     lustre_kept = a.backend != "fsx" or old_plan.config.existing_vpc is not None
     problems = []
-    for d in deleted_data(old_plan, new_plan):
+    for d in deleted_data(old_plan, new_plan, recorded):
         what = " and ".join(
             ["the file system the stack made, with the jobs' folders"] * d.file_system
             + ["the data bucket the stack made, with the datasets and what was exported"] * d.bucket
@@ -149,10 +206,12 @@ def deleted_data_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     return problems
 
 
-def _delete_old_data_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+def _delete_old_data_notes(
+    old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None
+) -> list[str]:
     """``storage.deleteOldData`` left set where the update deletes nothing: a later change would delete without a
     refusal."""
-    if not new_plan.config.storage.delete_old_data or deleted_data(old_plan, new_plan):
+    if not new_plan.config.storage.delete_old_data or deleted_data(old_plan, new_plan, recorded):
         return []
     return [
         f"{key('storage.deleteOldData')} is set, and this update deletes no data: remove it, or a later change that "
@@ -303,9 +362,10 @@ def _deleted(a: StorageConfig, *, bucket: bool) -> str:
     )
 
 
-def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
+def data_changes(old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None) -> tuple[str, ...]:
     """The changes that replace the cluster or give the jobs other shared data than they had, each as a line that
-    names its key. A jobs-only stack has neither of its own."""
+    names its key (or this version of the project, against ``recorded``, the last update's record). A jobs-only stack
+    has neither of its own."""
     old, new = old_plan.config, new_plan.config
     if new.jobs_only:
         return _jobs_only_moves(old_plan, new_plan)
@@ -349,6 +409,8 @@ def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
         )
     elif b.backend == "fsx" and a.file_system_id is None and b.file_system_id is None:
         found += [f"{what}: a new, empty file system{deleted}" for what in _fsx_replaced(old_plan, new_plan)]
+        if (change := _fsx_record_change(new_plan, recorded)) is not None:
+            found.append(f"{change}: a new, empty file system{deleted}")
     return tuple(found)
 
 
@@ -408,11 +470,11 @@ def _teams_lose_their_cluster(teams: list[str], *, again: bool) -> str:
     )
 
 
-def new_data_is_empty(old_plan: Plan, new_plan: Plan) -> bool:
+def new_data_is_empty(old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None) -> bool:
     """Whether the other shared data :func:`data_changes` names is a file system the update makes, which holds no
     job's folder: under another cluster name or backend, made in place of an adopted one, or an FSx file system
     replaced. A file system the stack adopts, or another EFS claim, may hold the folders."""
-    if new_plan.config.jobs_only or not data_changes(old_plan, new_plan):
+    if new_plan.config.jobs_only or not data_changes(old_plan, new_plan, recorded):
         return False  # a jobs-only stack's new team or cluster may hold its folders
     old, new = old_plan.config, new_plan.config
     if old.jobs_only:  # a cluster of its own now
@@ -424,7 +486,7 @@ def new_data_is_empty(old_plan: Plan, new_plan: Plan) -> bool:
         old.cluster_name != new.cluster_name
         or a.backend != b.backend
         or a.file_system_id is not None
-        or (b.backend == "fsx" and bool(_fsx_replaced(old_plan, new_plan)))
+        or (b.backend == "fsx" and bool(_fsx_replaced(old_plan, new_plan) or _fsx_record_change(new_plan, recorded)))
     )
 
 

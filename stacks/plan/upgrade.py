@@ -157,7 +157,7 @@ def compare(
     notes += _update_notes(
         old_plan, new_plan, groups, runs, addons, deferred, deployed_versions, eks_defaults, region=region
     )
-    empty = new_data_is_empty(old_plan, new_plan)
+    empty = new_data_is_empty(old_plan, new_plan, deployed_versions)
     if empty:  # the jobs start again on a new file system: nothing there to resume from
         runs = tuple(replace(r, rerun=NEW_DATA_RERUN) if r.rerun else r for r in runs)
     old_minor, new_minor, running, minor_notes = _minors(old_plan, new_plan, running, new_cluster)
@@ -169,7 +169,7 @@ def compare(
         addons=addons,
         notes=(*notes, *minor_notes),
         running=running,
-        data=data_changes(old_plan, new_plan),
+        data=data_changes(old_plan, new_plan, deployed_versions),
         data_empty=empty,
         untimed=untimed_steps(old_plan, new_plan, empty),
         runs=runs,
@@ -224,7 +224,7 @@ def _update_notes(
     """The notes of the update beside its node groups': the jobs, the add-ons and the network, then the cluster
     stack's own settings (its service range, endpoint, teams and storage)."""
     notes = block_start_notes(deferred)
-    notes += _kueue_move_notes(new_plan, groups, runs) + _kueue_restart_notes(old_plan, new_plan, runs)
+    notes += _kueue_move_notes(new_plan, groups, runs) + _kueue_restart_notes(old_plan, new_plan)
     notes += _team_notes(new_plan, groups)
     notes += [] if new_plan.config.jobs_only else _own_quota_notes(old_plan, new_plan)
     notes += held_addon_notes(old_plan, new_plan)
@@ -237,7 +237,7 @@ def _update_notes(
         notes += _service_range_notes(old_plan, new_plan)
         notes += _endpoint_notes(old_plan, new_plan)
         notes += _removed_team_notes(old_plan, new_plan)
-        notes += storage_notes(old_plan, new_plan)
+        notes += storage_notes(old_plan, new_plan, deployed_versions)
     return notes
 
 
@@ -320,7 +320,9 @@ def _refuse_breaking_moves(
     problems += pinned_release_problems(old_plan, new_plan, deployed_versions) if own else []
     problems += flavor_problems(old_plan, new_plan, deployed_versions)
     if not new_plan.config.jobs_only:  # a jobs-only stack makes neither cluster nor storage
-        problems += _service_range_problems(old_plan, new_plan) + storage_problems(old_plan, new_plan)
+        problems += _service_range_problems(old_plan, new_plan) + storage_problems(
+            old_plan, new_plan, deployed_versions
+        )
         problems += _renamed_onto_problems(old_plan, new_plan, running)
     else:  # a cluster stack that becomes jobs-only deletes what it made
         problems += deleted_data_problems(old_plan, new_plan)
@@ -527,8 +529,8 @@ def _kueue_move_notes(new_plan: Plan, groups: list[GroupChange], runs: tuple[Job
 
 
 def _kueue_down(runs: tuple[JobRun, ...]) -> str:
-    """What a Kueue controller that starts again means for the update (:func:`_kueue_move_notes`): the jobs ``runs``
-    creates or replaces may be refused meanwhile."""
+    """What Kueue's one controller pod leaving a drained node means for the update (:func:`_kueue_move_notes`): no
+    pod serves its webhooks until the new one is ready, so the jobs ``runs`` creates or replaces may be refused."""
     changed = [r.name for r in runs if r.action != "removed"]
     effect = (
         f"this update creates or replaces job(s) {', '.join(changed)}, so `pulumi up` may fail on them"
@@ -542,11 +544,12 @@ def _kueue_down(runs: tuple[JobRun, ...]) -> str:
     )
 
 
-def _kueue_restart_notes(old_plan: Plan, new_plan: Plan, runs: tuple[JobRun, ...]) -> list[str]:
+def _kueue_restart_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     """Kueue's manager started again by new settings of its chart (:func:`components.admission.chart_values`): the
     topology feature gate, set while a group is placed by topology, and the ProvisioningRequest annotation, set while
-    a group scales from zero for such jobs; the cluster autoscaler starts again with its ProvisioningRequest flag.
-    Running jobs keep running. Neither stack jobs-only: one installs no Kueue, the other makes a new cluster."""
+    the autoscaler scales such a group from zero; the cluster autoscaler, where it runs before and after, starts again
+    with its ProvisioningRequest flag. Running jobs keep running. Neither stack jobs-only: one installs no Kueue, the
+    other makes a new cluster."""
     a, b = old_plan.admission, new_plan.admission
     if a is None or b is None or old_plan.config.jobs_only or new_plan.config.jobs_only:
         return []
@@ -563,14 +566,20 @@ def _kueue_restart_notes(old_plan: Plan, new_plan: Plan, runs: tuple[JobRun, ...
         )
     if provisioning[0] != provisioning[1]:
         why.append(
-            "the ProvisioningRequest check on (the first topology-aware group that scales from zero)"
+            "the ProvisioningRequest check on (a topology-aware group the autoscaler scales from zero)"
             if provisioning[1]
-            else "the ProvisioningRequest check off (no topology-aware group scales from zero)"
+            else "the ProvisioningRequest check off (no topology-aware group the autoscaler scales from zero)"
         )
     if not why:
         return []
-    notes = [f"Kueue starts again with {' and '.join(why)}. {_kueue_down(runs)}"]
-    if provisioning[0] != provisioning[1]:
+    # a new pod template: the Deployment's default rollout starts the new pod beside the old one (one replica:
+    # maxSurge 1, maxUnavailable 0), which serves the webhooks and admits jobs until the new one is ready
+    notes = [
+        f"Kueue starts again with {' and '.join(why)}. Running jobs keep running. Its new pod starts beside the old "
+        "one, which admits jobs until then; admission then pauses for some seconds while the new pod takes over. The "
+        "system nodes need room for the second pod, or `pulumi up` waits for it until Kueue's release times out"
+    ]
+    if provisioning[0] != provisioning[1] and old_plan.autoscale and new_plan.autoscale:
         notes.append(
             "the cluster autoscaler starts again with ProvisioningRequests "
             f"{'on' if provisioning[1] else 'off'}: a scale-up waits for its new pod"

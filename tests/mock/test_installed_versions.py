@@ -21,6 +21,7 @@ from stacks.plan.installs import EKS_DEFAULT, installed_versions, render_moves, 
 from stacks.plan.job_changes import BUILD_SUFFIX
 from stacks.plan.nodes import RELEASE_SUFFIX
 from stacks.plan.program import PROGRAM_KEY, program_digest
+from stacks.plan.storage_change import FSX_RECORD
 from stacks.plan.templates import TEMPLATE_SUFFIX, launch_template, template_digest
 from tests.harness import JOB_OBJECT_TYPES, PROJECT, REPO, Registration, run_program, stack_config, stack_names
 from tests.last_update_support import NOW, PREVIOUS, P, deployed, pinned
@@ -115,6 +116,9 @@ def _registered_versions(program) -> dict[str, str]:
     }
     if IMAGES["etcd"].ref in images:
         found["etcd"] = IMAGES["etcd"].ref
+    for r in program.of_type("aws:fsx/lustreFileSystem:LustreFileSystem"):  # the inputs that force a new one
+        i = r.inputs
+        found[FSX_RECORD] = f"{i['deploymentType']} {i['storageType']}, Lustre {i['fileSystemTypeVersion']}"
     return found
 
 
@@ -172,6 +176,8 @@ def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> N
             assert version == EKS_DEFAULT or registered[name] == version, (name, version, registered[name])
         elif name.endswith((TEMPLATE_SUFFIX, RELEASE_SUFFIX, FLAVOR_SUFFIX, BUILD_SUFFIX)):
             assert version == registered[name], (name, version, registered[name])
+        elif name == FSX_RECORD:
+            assert version == registered[name], (version, registered[name])
         elif name == "etcd":
             tag, _, digest = registered[name].partition("@")
             assert version == f"{tag.rsplit(':', 1)[1]}@{digest[:19]}", (version, registered[name])

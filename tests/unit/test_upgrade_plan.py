@@ -1450,6 +1450,42 @@ def test_a_change_that_replaces_the_cluster_or_the_jobs_data_is_named(
     assert f"\n  data: {said}\n" in render_upgrade(upgrade_report(u))
 
 
+def test_a_version_that_makes_the_fsx_file_system_again_is_refused() -> None:
+    """Each update records the FSx file system's fixed settings. A version of the project with another deployment or
+    storage type, or a lower Lustre version, makes it again, empty (pulumi-aws ``fsx.LustreFileSystem``): refused
+    without deleteOldData, a data line with it. A higher Lustre version is upgraded in place: a note. Nothing where the
+    record predates them or names the same."""
+    from stacks.plan.storage_change import FSX_RECORD
+
+    old = plan_of("p5", preset("p5"))
+    recorded = installed_versions(old)
+    assert recorded[FSX_RECORD] == "PERSISTENT_2 SSD, Lustre 2.15"
+    assert FSX_RECORD not in installed_versions(plan_of("dev", preset("dev")))  # EFS
+    for was in ("PERSISTENT_2 SSD, Lustre 2.16", "PERSISTENT_2 INTELLIGENT_TIERING, Lustre 2.15"):
+        change = f"this version of the project makes the FSx file system {was} -> PERSISTENT_2 SSD, Lustre 2.15"
+        moved = {**recorded, FSX_RECORD: was}
+        assert _refused(old, plan_of("p5", preset("p5")), deployed_versions=moved).startswith(
+            f"{change}: the update deletes the file system the stack made, with the jobs' folders."
+        )
+        u = compare(old, plan_of("p5", let_go(preset("p5"))), deployed_versions=moved)
+        assert u.data == (
+            f"{change}: a new, empty file system; the old file system is deleted with its data "
+            "(storage.retainOnDelete was not applied)",
+        )
+        assert u.data_empty
+    lower = {**recorded, FSX_RECORD: "PERSISTENT_2 SSD, Lustre 2.12"}
+    u = compare(old, plan_of("p5", preset("p5")), deployed_versions=lower)
+    assert u.data == () and not u.data_empty
+    assert (
+        "this version of the project upgrades the FSx file system PERSISTENT_2 SSD, Lustre 2.12 -> PERSISTENT_2 SSD, "
+        "Lustre 2.15 in place: the file system stays, with its data, and may be slow or unavailable while FSx updates "
+        "it; take it between jobs"
+    ) in u.notes, u.notes
+    for same in (recorded, {k: v for k, v in recorded.items() if k != FSX_RECORD}):
+        u = compare(old, plan_of("p5", preset("p5")), deployed_versions=same)
+        assert u.data == () and not [n for n in u.notes if "FSx file system" in n], u.notes
+
+
 def test_the_first_topology_aware_group_says_kueue_and_the_autoscaler_start_again() -> None:
     """A group placed by topology turns on Kueue's topology feature gate, and one that scales from zero the
     ProvisioningRequest check and the autoscaler's flag: their Deployments start again (components/admission.py,
@@ -1463,10 +1499,10 @@ def test_the_first_topology_aware_group_says_kueue_and_the_autoscaler_start_agai
     kueue = [n for n in u.notes if n.startswith("Kueue starts again")]
     assert kueue == [
         "Kueue starts again with topology-aware scheduling on (the first group placed by topology) and the "
-        "ProvisioningRequest check on (the first topology-aware group that scales from zero). Until its new pod is "
-        "ready, no job is admitted, and Kueue's webhooks refuse a Job or MPIJob, or a Kueue queue or flavor, created "
-        "or changed: if this update also changes one, `pulumi up` may fail on it. Run it again once `kubectl -n "
-        "kueue-system get deploy` shows Kueue ready"
+        "ProvisioningRequest check on (a topology-aware group the autoscaler scales from zero). Running jobs keep "
+        "running. Its new pod starts beside the old one, which admits jobs until then; admission then pauses for some "
+        "seconds while the new pod takes over. The system nodes need room for the second pod, or `pulumi up` waits "
+        "for it until Kueue's release times out"
     ], u.notes
     assert (
         "the cluster autoscaler starts again with ProvisioningRequests on: a scale-up waits for its new pod" in u.notes
@@ -1479,6 +1515,11 @@ def test_the_first_topology_aware_group_says_kueue_and_the_autoscaler_start_agai
     notes = compare(plan_of("g5", old), plan_of("g5", fixed)).notes
     assert [n for n in notes if n.startswith("Kueue starts again with topology-aware scheduling on (the first")], notes
     assert not [n for n in notes if "ProvisioningRequest" in n], notes
+    # the autoscaler turned on with such a group: installed, not started again
+    off = copy.deepcopy(new)
+    off[P + "autoscaler"] = {"enabled": False}
+    notes = compare(plan_of("g5", off), plan_of("g5", new)).notes
+    assert not [n for n in notes if n.startswith("the cluster autoscaler starts again")], notes
     # nothing changes Kueue's settings: no note
     assert not [n for n in compare(plan_of("g5", old), plan_of("g5", old)).notes if "starts again" in n]
 
