@@ -1,8 +1,7 @@
 """What an update of a running stack does to its shared storage: the changes the provider would make by replacing
 what holds the jobs' data (refused, :func:`storage_problems`, unless ``storage.deleteOldData`` lets the update delete
-it: :func:`deleted_data`), the other shared data a change gives the jobs (the
-summary's ``data:`` lines, :func:`data_changes`), and what an in-place change of the file system means while jobs run
-(:func:`storage_notes`)."""
+it: :func:`deleted_data`), the other shared data a change gives the jobs (the summary's ``data:`` lines,
+:func:`data_changes`), and what an in-place change of the file system means while jobs run (:func:`storage_notes`)."""
 
 import re
 from dataclasses import dataclass

@@ -525,23 +525,18 @@ def _kueue_move_notes(new_plan: Plan, groups: list[GroupChange], runs: tuple[Job
     if new_plan.config.jobs_only:
         return []
     moved = [g for g in groups if g.path == new_plan.system.path and g.action in MOVES_PODS]
-    return [f"{g.path} {g.action}: Kueue's one controller pod moves with it. {_kueue_down(runs)}" for g in moved]
-
-
-def _kueue_down(runs: tuple[JobRun, ...]) -> str:
-    """What Kueue's one controller pod leaving a drained node means for the update (:func:`_kueue_move_notes`): no
-    pod serves its webhooks until the new one is ready, so the jobs ``runs`` creates or replaces may be refused."""
     changed = [r.name for r in runs if r.action != "removed"]
     effect = (
         f"this update creates or replaces job(s) {', '.join(changed)}, so `pulumi up` may fail on them"
         if changed
         else "if this update also changes one, `pulumi up` may fail on it"
     )
-    return (
-        "Until its new pod is ready, no job is admitted, and Kueue's webhooks refuse a Job or MPIJob, or a Kueue queue "
-        f"or flavor, created or changed: {effect}. Run it again once `kubectl -n kueue-system get deploy` shows Kueue "
-        "ready"
-    )
+    return [
+        f"{g.path} {g.action}: Kueue's one controller pod moves with it. Until its new pod is ready, no job is "
+        f"admitted, and Kueue's webhooks refuse a Job or MPIJob, or a Kueue queue or flavor, created or changed: "
+        f"{effect}. Run it again once `kubectl -n kueue-system get deploy` shows Kueue ready"
+        for g in moved
+    ]
 
 
 def _kueue_restart_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
