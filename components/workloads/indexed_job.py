@@ -100,7 +100,7 @@ def indexed_job(
             "backoff_limit": backoff_limit,
             "active_deadline_seconds": timeout_s,
             "pod_failure_policy": {"rules": rules},
-            "template": _indexed_pod(spec, labels, placement, identity, command, env, ports, grace_s, output_folder),
+            "template": _indexed_pod(spec, labels, placement, identity, command, env, ports, output_folder),
         },
         opts=pulumi.ResourceOptions(
             parent=parent,
@@ -161,7 +161,6 @@ def _indexed_pod(
     command: pulumi.Input[Sequence[pulumi.Input[str]]],
     env: Mapping[str, pulumi.Input[str]],
     ports: Sequence[tuple[str, int]],
-    grace_s: int,
     output_folder: bool,
 ) -> k8s.core.v1.PodTemplateSpecArgsDict:
     """The pod of each index: on its own node of the group, in the job's Service's subdomain, with the job's
@@ -179,7 +178,7 @@ def _indexed_pod(
             "restart_policy": "Never",
             "subdomain": service_name(spec["job_name"]),
             "service_account_name": identity.service_account.metadata.name,
-            **job_pod(grace_s),
+            **job_pod(spec),
             **on_group(placement),
             "affinity": {
                 "pod_anti_affinity": {

@@ -431,7 +431,7 @@ def _launcher_template(
         "metadata": {"labels": shape.labels},
         "spec": {
             "service_account_name": identity.service_account.metadata.name,
-            **job_pod(shape.grace_s),
+            **job_pod(spec),
             "node_selector": dict(args["launcher_node_selector"]),
             "init_containers": [
                 *identity.init_containers,
@@ -481,7 +481,7 @@ def _worker_template(
     placement = args["placement"]
     code = identity.code
     pod: k8s.core.v1.PodSpecArgsDict = {
-        **job_pod(shape.grace_s),
+        **job_pod(spec),
         **on_group(placement),
         "containers": [
             {

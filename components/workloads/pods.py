@@ -12,7 +12,7 @@ from components.catalog import IMAGES
 from components.conventions import IMAGE_PULL_POLICY, SHARED_MOUNT, TRAINING_IMAGE_UID
 from components.ordering import ordered_after
 from components.quantities import mebibytes, mebibytes_of, millicores
-from components.workloads.spec import JobSpec, WorkerPlacement, variable_references
+from components.workloads.spec import JobSpec, WorkerPlacement, stop_grace_seconds, variable_references
 
 #: UID/GID the pods run as: the training image's user, set explicitly so prebuilt images that
 #: default to root also run unprivileged.
@@ -68,12 +68,12 @@ class GroupFields(TypedDict):
     tolerations: list[k8s.core.v1.TolerationArgsDict]
 
 
-def job_pod(grace_s: int) -> JobPodFields:
+def job_pod(spec: JobSpec) -> JobPodFields:
     """What the pod spec of every job's pods holds, whatever its kind: no mounted API token, the job's grace period
     at a stop (``stopGracePeriodSeconds``), :func:`pod_security`. A field every job's pods carry goes here."""
     return {
         "automount_service_account_token": False,
-        "termination_grace_period_seconds": grace_s,
+        "termination_grace_period_seconds": stop_grace_seconds(spec),
         "security_context": pod_security(),
     }
 

@@ -115,57 +115,78 @@ def run_changes(
     for name, job in new_plan.jobs.items():
         was = old_plan.jobs.get(name)
         if was is None:
-            same = [n for n, j in old_plan.jobs.items() if n not in new_plan.jobs and j.run_recipe == job.run_recipe]
-            if len(same) == 1:  # one removed job of its definition: it may be that job's new name
-                (renamed,) = same
-                old_dir = deployed.get(renamed, old_plan.jobs[renamed].output_dir)
-                out.append(JobRun(name, "added", old_dir=old_dir, new_dir=job.output_dir, renamed_from=renamed))
-            else:
-                out.append(JobRun(name, "added", new_dir=job.output_dir))
+            out.append(_added_run(old_plan, new_plan, name, job, deployed))
             continue
         old_dir = deployed.get(name, was.output_dir)
         kept = old_dir == job.output_dir and not _moved(job.image, was.image, recorded)
         if kept and (was.run_id == job.run_id or _folder_named_only(was, job)):
-            restarts = pod_changes(was, job) + _outside_changes(was, job)
-            if job.toolbox in job_images(job)[1:] and _moved(job.toolbox, was.toolbox, recorded):
-                restarts.append(
-                    f"the {job.toolbox.variant} image its helper containers run ({', '.join(helpers(job))})"
-                )
-            if restarts:
-                kind = KINDS[job.kind]
-                how, rerun = kind.restart_text(), kind.rerun_text()
-                # only where the new maxSize still allows the old maxNodes (a group that grew)
-                followed = _follows_max_size(old_plan, was) and _follows_max_size(new_plan, job)
-                keep = (
-                    f"set its maxNodes: {was.max_nodes} to keep it running"
-                    if restarts == ["maxNodes"] and followed and was.max_nodes <= job.max_nodes
-                    else ""
-                )
-                out.append(JobRun(name, "restarts", tuple(restarts), old_dir, job.output_dir, how, rerun, keep=keep))
+            restart = _restart_in_run(old_plan, new_plan, name, was, job, old_dir, recorded)
+            out += [restart] if restart is not None else []
             continue
-        reasons = _recipe_changes(was.run_recipe, job.run_recipe, benchmark=name in experiments)
-        if not reasons and _other_repository(job.image, was.image):
-            reasons = [f"its image's repository, images.{was.image.name} -> images.{job.image.name}"]
-        if not reasons:
-            reasons = ["its image, code or this project's version"]
-        kind = KINDS[job.kind]
-        if old_dir != job.output_dir:
-            how = f"its {kind.job_object.kind} is replaced and its pods stop"
-            keep = _resume_hint(name, job, old_dir, reasons, experiments)
-            out.append(
-                JobRun(name, "new run", tuple(reasons), old_dir, job.output_dir, how, kind.rerun_text(), keep=keep)
-            )
-            continue
-        if len(reasons) > 1:  # the folder it names is the one it runs in: the other changes replace its object
-            reasons = [r for r in reasons if r != RECIPE_WORDS["output"]]
-        how = f"its {kind.job_object.kind} is replaced"
-        out.append(JobRun(name, "same folder", tuple(reasons), old_dir, job.output_dir, how, kind.rerun_text()))
+        out.append(_replaced_run(name, was, job, old_dir, experiments))
     out += [
         JobRun(n, "removed", old_dir=deployed.get(n, j.output_dir))
         for n, j in old_plan.jobs.items()
         if n not in new_plan.jobs
     ]
     return tuple(out)
+
+
+def _added_run(old_plan: Plan, new_plan: Plan, name: str, job: JobPlan, deployed: Mapping[str, str]) -> JobRun:
+    """A job the old plan lacks: added, or, where one removed job has its definition, maybe that job renamed."""
+    same = [n for n, j in old_plan.jobs.items() if n not in new_plan.jobs and j.run_recipe == job.run_recipe]
+    if len(same) == 1:  # one removed job of its definition: it may be that job's new name
+        (renamed,) = same
+        old_dir = deployed.get(renamed, old_plan.jobs[renamed].output_dir)
+        return JobRun(name, "added", old_dir=old_dir, new_dir=job.output_dir, renamed_from=renamed)
+    return JobRun(name, "added", new_dir=job.output_dir)
+
+
+def _restart_in_run(
+    old_plan: Plan,
+    new_plan: Plan,
+    name: str,
+    was: JobPlan,
+    job: JobPlan,
+    old_dir: str,
+    recorded: Mapping[str, object],
+) -> Optional[JobRun]:
+    """A job kept in its run (its folder): it starts again there where a pod setting, something outside the
+    configuration or its helpers' image changes; else None."""
+    restarts = pod_changes(was, job) + _outside_changes(was, job)
+    if job.toolbox in job_images(job)[1:] and _moved(job.toolbox, was.toolbox, recorded):
+        restarts.append(f"the {job.toolbox.variant} image its helper containers run ({', '.join(helpers(job))})")
+    if not restarts:
+        return None
+    kind = KINDS[job.kind]
+    how, rerun = kind.restart_text(), kind.rerun_text()
+    # only where the new maxSize still allows the old maxNodes (a group that grew)
+    followed = _follows_max_size(old_plan, was) and _follows_max_size(new_plan, job)
+    keep = (
+        f"set its maxNodes: {was.max_nodes} to keep it running"
+        if restarts == ["maxNodes"] and followed and was.max_nodes <= job.max_nodes
+        else ""
+    )
+    return JobRun(name, "restarts", tuple(restarts), old_dir, job.output_dir, how, rerun, keep=keep)
+
+
+def _replaced_run(name: str, was: JobPlan, job: JobPlan, old_dir: str, experiments: set[str]) -> JobRun:
+    """A job whose run changes: a new run in another folder, or another run in the folder its outputDir keeps; its
+    object is replaced either way."""
+    reasons = _recipe_changes(was.run_recipe, job.run_recipe, benchmark=name in experiments)
+    if not reasons and _other_repository(job.image, was.image):
+        reasons = [f"its image's repository, images.{was.image.name} -> images.{job.image.name}"]
+    if not reasons:
+        reasons = ["its image, code or this project's version"]
+    kind = KINDS[job.kind]
+    if old_dir != job.output_dir:
+        how = f"its {kind.job_object.kind} is replaced and its pods stop"
+        keep = _resume_hint(name, job, old_dir, reasons, experiments)
+        return JobRun(name, "new run", tuple(reasons), old_dir, job.output_dir, how, kind.rerun_text(), keep=keep)
+    if len(reasons) > 1:  # the folder it names is the one it runs in: the other changes replace its object
+        reasons = [r for r in reasons if r != RECIPE_WORDS["output"]]
+    how = f"its {kind.job_object.kind} is replaced"
+    return JobRun(name, "same folder", tuple(reasons), old_dir, job.output_dir, how, kind.rerun_text())
 
 
 def unrecorded_notes(new_plan: Plan, runs: tuple[JobRun, ...], recorded: Optional[Mapping[str, object]]) -> list[str]:
