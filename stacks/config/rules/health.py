@@ -39,8 +39,20 @@ def check_health(
     if h is None or not h.enabled or not types:
         return
     hkey = f"{path}.healthCheck"
+    procs = job.processes_per_node or max(1, min(types, key=lambda t: t.network_gbps).gpus)
+    _threshold_problems(hkey, job, types, procs, problems, efa=efa, group=group)
+    if h.max_bytes is not None:
+        _max_bytes_problems(hkey, h.max_bytes, types, procs, problems, system=system)
+
+
+def _threshold_problems(
+    hkey: str, job: JobConfig, types: list[InstanceType], procs: int, problems: list[str], *, efa: bool, group: str
+) -> None:
+    """The bus bandwidth the check enforces: a threshold one process cannot reach, one above what the nodes' network
+    (or, on one node, their GPUs' links) can carry, or an enforced check without a threshold to derive."""
+    h = job.health_check
+    assert h is not None
     slowest = min(types, key=lambda t: t.network_gbps)
-    procs = job.processes_per_node or max(1, slowest.gpus)
     threshold = h.min_bus_bandwidth_gbytes_per_s
     if job.nodes * procs < 2 and (threshold is not None or h.enforce):
         problems.append(
@@ -67,27 +79,33 @@ def check_health(
             f"{key(f'{hkey}.enforce')}: there is no published all-reduce bandwidth for {slowest.name} to "
             f"derive a threshold from; set {key(f'{hkey}.minBusBandwidthGBps')} (GB/s)"
         )
-    if h.max_bytes is not None:
-        smallest = min(types, key=lambda t: (t.gpu_memory_mib or 0) if t.is_gpu else t.memory_mib)
-        if smallest.is_gpu and smallest.gpu_memory_mib is not None:
-            room, where = (
-                smallest.gpu_memory_mib * MIB,
-                f"the {smallest.gpu_memory_mib} MiB of one {smallest.gpu_model} GPU of {smallest.name}",
-            )
-        elif not smallest.is_gpu:
-            pod = system_job_pod(pod_size(smallest)) if system else pod_size(smallest)
-            room = pod.memory_mib * MIB // procs
-            where = f"a process's share of the {pod.memory_mib} MiB a pod on {smallest.name} requests" + (
-                f" ({procs} processes)" if procs > 1 else ""
-            )
-        else:
-            return
-        if h.max_bytes >= room:
-            problems.append(
-                f"{key(f'{hkey}.maxBytes')}: {h.max_bytes} bytes ({h.max_bytes / GIB:g} GiB) does not fit in {where}: "
-                "every process all-reduces one buffer of maxBytes; the value is in bytes, use a power of two below "
-                f"{room} (e.g. {_power_of_two_below(room)})"
-            )
+
+
+def _max_bytes_problems(
+    hkey: str, max_bytes: int, types: list[InstanceType], procs: int, problems: list[str], *, system: bool
+) -> None:
+    """A message larger than a GPU's memory (or, on CPU nodes, a process's share of the pod's) can never pass: name
+    the unit and a size that fits."""
+    smallest = min(types, key=lambda t: (t.gpu_memory_mib or 0) if t.is_gpu else t.memory_mib)
+    if smallest.is_gpu and smallest.gpu_memory_mib is not None:
+        room, where = (
+            smallest.gpu_memory_mib * MIB,
+            f"the {smallest.gpu_memory_mib} MiB of one {smallest.gpu_model} GPU of {smallest.name}",
+        )
+    elif not smallest.is_gpu:
+        pod = system_job_pod(pod_size(smallest)) if system else pod_size(smallest)
+        room = pod.memory_mib * MIB // procs
+        where = f"a process's share of the {pod.memory_mib} MiB a pod on {smallest.name} requests" + (
+            f" ({procs} processes)" if procs > 1 else ""
+        )
+    else:
+        return
+    if max_bytes >= room:
+        problems.append(
+            f"{key(f'{hkey}.maxBytes')}: {max_bytes} bytes ({max_bytes / GIB:g} GiB) does not fit in {where}: "
+            "every process all-reduces one buffer of maxBytes; the value is in bytes, use a power of two below "
+            f"{room} (e.g. {_power_of_two_below(room)})"
+        )
 
 
 #: Bytes in a MiB and a GiB.
