@@ -11,7 +11,8 @@ from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_ROL
 from components.conventions import SHARED_MOUNT
 from stacks.config import ConfigError
 from stacks.plan import Plan
-from stacks.plan.job_changes import NEW_DATA_RERUN
+from stacks.plan.group_changes import GroupChange
+from stacks.plan.job_changes import NEW_DATA_RERUN, JobRun
 from stacks.plan.job_stops import JobStop
 from stacks.plan.minors import unpinned_note, unset_minor
 from stacks.plan.old_config import plan_old
@@ -42,34 +43,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
     return {
         "from": u.old_label,
         "kubernetesVersion": {"from": u.old_minor, "to": u.new_minor, **({"running": u.running} if u.running else {})},
-        "nodeGroups": [
-            {
-                "key": g.path,
-                "action": g.action,
-                "reasons": list(g.reasons),
-                "nodes": g.nodes,
-                "upTo": g.up_to,
-                "maybe": g.maybe,
-                "updateStrategy": g.strategy,
-                "eksUpdateStrategy": {"name": g.node_update.name, "why": g.no_surge},
-                "surge": (
-                    {
-                        "perZone": g.surge.per_zone,
-                        "zones": g.surge.zones,
-                        "instanceType": g.surge.instance_type,
-                        "vcpus": g.surge.vcpus,
-                    }
-                    if g.surge is not None
-                    else None
-                ),
-                "minutes": g.minutes,
-                "jobs": [
-                    {"name": j.name, "pods": j.pods, "keeps": j.keeps, "strategy": j.strategy, "what": _stop_text(j)}
-                    for j in g.jobs
-                ],
-            }
-            for g in u.groups
-        ],
+        "nodeGroups": [_group_json(g) for g in u.groups],
         "addons": [
             {"name": a.name, "from": a.old, "to": a.new, **({"change": a.change} if a.change != "version" else {})}
             for a in u.addons
@@ -79,21 +53,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
         "untimed": list(u.untimed),
         "clusterReplaced": u.cluster_replaced,
         **({"fromJobsOnly": True} if u.from_jobs_only else {}),
-        "jobs": [
-            {
-                "name": j.name,
-                "action": j.action,
-                "reasons": list(j.reasons),
-                "from": j.old_dir,
-                "to": j.new_dir,
-                **({"how": j.how} if j.how else {}),
-                **({"rerun": j.rerun} if j.rerun else {}),
-                **({"renamedFrom": j.renamed_from} if j.renamed_from else {}),
-                # a new file system holds none of the old folders: no outputDir keeps the run
-                **({"keep": j.keep} if j.keep and not (j.action == "new run" and u.data_empty) else {}),
-            }
-            for j in u.runs
-        ],
+        "jobs": [_run_json(j, u.data_empty) for j in u.runs],
         "expectedMinutes": u.minutes,
         "countsSurge": u.counts_surge,
         "durations": {
@@ -108,6 +68,51 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
         "notes": list(u.notes),
         "jobsOnly": u.jobs_only,
         "blockDeferred": list(u.deferred),
+    }
+
+
+def _group_json(g: GroupChange) -> dict[str, Any]:
+    """One node group's change in :func:`upgrade_report`."""
+    return {
+        "key": g.path,
+        "action": g.action,
+        "reasons": list(g.reasons),
+        "nodes": g.nodes,
+        "upTo": g.up_to,
+        "maybe": g.maybe,
+        "updateStrategy": g.strategy,
+        "eksUpdateStrategy": {"name": g.node_update.name, "why": g.no_surge},
+        "surge": (
+            {
+                "perZone": g.surge.per_zone,
+                "zones": g.surge.zones,
+                "instanceType": g.surge.instance_type,
+                "vcpus": g.surge.vcpus,
+            }
+            if g.surge is not None
+            else None
+        ),
+        "minutes": g.minutes,
+        "jobs": [
+            {"name": j.name, "pods": j.pods, "keeps": j.keeps, "strategy": j.strategy, "what": _stop_text(j)}
+            for j in g.jobs
+        ],
+    }
+
+
+def _run_json(j: JobRun, data_empty: bool) -> dict[str, Any]:
+    """One job's run in :func:`upgrade_report`; ``data_empty``: the update gives the jobs a new, empty file system."""
+    return {
+        "name": j.name,
+        "action": j.action,
+        "reasons": list(j.reasons),
+        "from": j.old_dir,
+        "to": j.new_dir,
+        **({"how": j.how} if j.how else {}),
+        **({"rerun": j.rerun} if j.rerun else {}),
+        **({"renamedFrom": j.renamed_from} if j.renamed_from else {}),
+        # a new file system holds none of the old folders: no outputDir keeps the run
+        **({"keep": j.keep} if j.keep and not (j.action == "new run" and data_empty) else {}),
     }
 
 
