@@ -199,9 +199,8 @@ class JobConfig(Model):
     launchers after mpirun fails (the MPIJob's backoffLimit). pytorch: pod failures per node, and the run's budget:
     the restarts of your script after attempts in a row that each failed within 5 minutes of starting, or of the
     bundled trainer without a new checkpoint (MAX_FAILED_ATTEMPTS, the attempts, is one more); 0 gives up at the
-    first. A pod's own stop (a
-    drain, a spot interruption, a scale-up; a script's exit 75 or 143 after it) never counts, nor a rank's failure
-    because another rank went away."""
+    first. A pod's own stop (a drain, a spot interruption, a scale-up; a script's exit 75 or 143 after it) never
+    counts, nor a rank's failure because another rank went away."""
     checkpoint_every_seconds: Optional[Number] = Field(default=None, ge=0, le=86400)
     """pytorch: checkpoint cadence in seconds of training (CHECKPOINT_EVERY_SECONDS), 0 = only at epoch ends and on
     stop; default the program's own (the bundled trainer's, components/workloads/pytorch.py)."""

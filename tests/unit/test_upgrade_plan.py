@@ -41,7 +41,7 @@ from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.nodes import RELEASE_SUFFIX, AmiPlan
 from stacks.plan.old_config import PLATFORM_SOURCE, newest_minor
 from stacks.plan.report import main as plan_main
-from stacks.plan.storage_change import fsx_updated_in_place
+from stacks.plan.storage_change import deleted_data, fsx_updated_in_place
 from stacks.plan.templates import digest, launch_template, template_digests
 from stacks.plan.upgrade import AddonChange, compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
@@ -1443,6 +1443,8 @@ def test_a_change_that_replaces_the_cluster_or_the_jobs_data_is_named(
             cfg[k] = {**(cfg.get(k) or {}), **v} if isinstance(v, dict) else v
     if "efs" in json.dumps(new) and P + "storage" in after:  # an FSx preset moved to EFS drops its FSx settings
         after[P + "storage"].pop("fsx", None)
+    # the refusal (deleted_data) and the data line decide alike: a line that deletes is refused without deleteOldData
+    assert bool(deleted_data(plan_of(stack, before), plan_of(stack, after))) == (" is deleted with " in said)
     if " is deleted with " in said:  # refused without it (test_an_update_that_deletes_the_stacks_data_is_refused)
         after = let_go(after)
     u = compare(plan_of(stack, before), plan_of(stack, after))

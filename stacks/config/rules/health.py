@@ -39,20 +39,29 @@ def check_health(
     if h is None or not h.enabled or not types:
         return
     hkey = f"{path}.healthCheck"
-    procs = job.processes_per_node or max(1, min(types, key=lambda t: t.network_gbps).gpus)
-    _threshold_problems(hkey, job, types, procs, problems, efa=efa, group=group)
+    slowest = min(types, key=lambda t: t.network_gbps)
+    procs = job.processes_per_node or max(1, slowest.gpus)
+    _threshold_problems(hkey, job, types, slowest, procs, problems, efa=efa, group=group)
     if h.max_bytes is not None:
         _max_bytes_problems(hkey, h.max_bytes, types, procs, problems, system=system)
 
 
 def _threshold_problems(
-    hkey: str, job: JobConfig, types: list[InstanceType], procs: int, problems: list[str], *, efa: bool, group: str
+    hkey: str,
+    job: JobConfig,
+    types: list[InstanceType],
+    slowest: InstanceType,
+    procs: int,
+    problems: list[str],
+    *,
+    efa: bool,
+    group: str,
 ) -> None:
     """The bus bandwidth the check enforces: a threshold one process cannot reach, one above what the nodes' network
-    (or, on one node, their GPUs' links) can carry, or an enforced check without a threshold to derive."""
+    (or, on one node, their GPUs' links) can carry, or an enforced check without a threshold to derive. ``slowest``:
+    the type with the slowest network."""
     h = job.health_check
     assert h is not None
-    slowest = min(types, key=lambda t: t.network_gbps)
     threshold = h.min_bus_bandwidth_gbytes_per_s
     if job.nodes * procs < 2 and (threshold is not None or h.enforce):
         problems.append(
