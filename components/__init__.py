@@ -17,6 +17,14 @@ from components.lazy import lazy_exports
 if TYPE_CHECKING:
     import pulumi
 
+    from components.admission import (
+        Admission,
+        AdmissionArgs,
+        ProvisioningCheck,
+        QueueFlavor,
+        QueueTopology,
+        TeamQueue,
+    )
     from components.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
     from components.cluster import TrainingCluster, TrainingClusterArgs
     from components.device_plugins import DevicePlugin, DevicePluginArgs
@@ -58,6 +66,7 @@ if TYPE_CHECKING:
 _exported = lazy_exports(
     __name__,
     {
+        "admission": ("Admission", "AdmissionArgs", "ProvisioningCheck", "QueueFlavor", "QueueTopology", "TeamQueue"),
         "autoscaler": ("ClusterAutoscaler", "ClusterAutoscalerArgs"),
         "cluster": ("TrainingCluster", "TrainingClusterArgs"),
         "device_plugins": ("DevicePlugin", "DevicePluginArgs"),
@@ -123,6 +132,7 @@ _COMPONENT_NAMES = (
     "MpiJob",
     "TensorFlowJob",
     "CommandJob",
+    "Admission",
     "TensorBoard",
     "TrainingNetworkPolicies",
     "BenchmarkCollector",
@@ -141,6 +151,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Admission",
+    "AdmissionArgs",
     "AllReduceHealthCheck",
     "AllReduceHealthCheckArgs",
     "BenchmarkCollector",
@@ -173,8 +185,12 @@ __all__ = [
     "MpiOperator",
     "MpiOperatorArgs",
     "PACKAGE_NAME",
+    "ProvisioningCheck",
     "PyTorchJob",
     "PyTorchJobArgs",
+    "QueueFlavor",
+    "QueueTopology",
+    "TeamQueue",
     "TensorBoard",
     "TensorBoardArgs",
     "TensorFlowJob",

@@ -5,7 +5,7 @@ adds a ClusterQueue per team in one cohort, and its LocalQueue (:func:`queue_spe
 The manager's Configuration (:func:`kueue_configuration`) is one value, read by the chart and by the box
 (``stacks.box.kueue``): it integrates :data:`FRAMEWORKS` and sets ``waitForPodsReady``. With ``topologies`` it adds a
 Topology per set of levels and the gate (:func:`feature_gates`). With ``provisioning`` it adds the ProvisioningRequest
-check (:func:`provisioning_config_spec`), after the CRD (``depends_on``).
+check (:func:`provisioning_config_spec`), after the CRD (``after``).
 
 Why: docs/explanation/admission.md ("A job starts whole or waits holding nothing", "With the cluster autoscaler",
 "Topology-aware placement on the EC2 network")."""
@@ -18,11 +18,13 @@ import pulumi_kubernetes as k8s
 import yaml
 from typing_extensions import NotRequired
 
+from components.args import checks_args
 from components.catalog import HELM_CHARTS, MANIFESTS
 from components.catalog.charts import CHART_IMAGES, chart_image_values
 from components.conventions import KUEUE_NAMESPACE
 from components.helm import pinned_release
 from components.kubernetes_provider import warn_without_kubernetes_provider
+from components.ordering import ordered_after
 from components.workloads.job_objects import JOB_OBJECTS
 
 #: The job kinds the stacks render, as Kueue's integration names.
@@ -37,27 +39,35 @@ PRIORITY_DESCRIPTION = (
 )
 
 
-class FlavorArgs(TypedDict):
+class QueueFlavor(TypedDict):
     """One ResourceFlavor (a node group) and its nominal quota."""
 
     name: str
+    """The ResourceFlavor's name (a DNS label, such as the node group's)."""
     node_labels: Mapping[str, str]
+    """Labels every node of the group carries (``TrainingNodeGroup.node_labels``): a pod set gets this flavor when
+    its node selector agrees with them."""
     node_taints: Sequence[Mapping[str, str]]
+    """The group's taints (``key``, ``value``, ``effect``; ``TrainingNodeGroup.node_taints``): a pod set gets this
+    flavor only if it tolerates them. Empty for an untainted group."""
     quota: Mapping[str, str]
-    """Resource -> quantity, for every resource of :attr:`AdmissionArgs.resources`."""
+    """Resource -> nominal quantity, for every resource of :attr:`AdmissionArgs.resources` (the group's maximum size
+    times each node's allocatable: ``{"cpu": "32", "memory": "120Gi", "nvidia.com/gpu": "8"}``)."""
     topology_name: NotRequired[str]
     """The Topology (:attr:`AdmissionArgs.topologies`) of a topology-aware group: Kueue places the flavor's pod sets
     by its levels, on nodes that carry every level's label."""
 
 
-class TopologyArgs(TypedDict):
+class QueueTopology(TypedDict):
     """A Kueue Topology: its levels are node labels, top first; the lowest may be ``kubernetes.io/hostname``."""
 
     name: str
+    """The Topology's name (what :attr:`QueueFlavor.topology_name` names)."""
     levels: Sequence[str]
+    """Node labels, the widest level first (such as the EC2 network nodes' labels, then ``kubernetes.io/hostname``)."""
 
 
-class TeamQueueArgs(TypedDict):
+class TeamQueue(TypedDict):
     """One team's LocalQueue (in its namespace) and ClusterQueue (in the cohort)."""
 
     namespace: pulumi.Input[str]
@@ -65,32 +75,64 @@ class TeamQueueArgs(TypedDict):
     namespace_name: str
     """Its name (the ClusterQueue admits workloads of that namespace only)."""
     local_queue: str
+    """The team's LocalQueue: its jobs' ``kueue.x-k8s.io/queue-name`` label."""
     cluster_queue: str
+    """The team's ClusterQueue (cluster-wide: unique among every queue)."""
     quota: Mapping[str, Mapping[str, str]]
-    """Flavor -> resource -> nominal quantity."""
+    """Flavor -> resource -> nominal quantity, for every flavor and resource."""
     may_borrow: bool
     """Else ``borrowingLimit: 0`` on every resource."""
     may_lend: bool
     """Else ``lendingLimit: 0`` on every resource."""
 
 
+class ProvisioningCheck(TypedDict):
+    """Kueue's ProvisioningRequest admission check: the cluster autoscaler books a job's nodes before it is admitted."""
+
+    check: str
+    """The AdmissionCheck's name."""
+    config: str
+    """The ProvisioningRequestConfig's name."""
+    provisioning_class: str
+    """The autoscaler's provisioning class, such as ``check-capacity.autoscaling.x-k8s.io``."""
+    flavors: Sequence[str]
+    """The ResourceFlavors whose workloads pass the check (``onFlavors``)."""
+    backoff_base_s: int
+    """Seconds before a failed or expired request is tried again; doubled each time."""
+    backoff_max_s: int
+    """The longest wait between two requests."""
+    backoff_limit_count: int
+    """How many times a failed request is tried again (Kueue's ``retryStrategy.backoffLimitCount``)."""
+
+
 class AdmissionArgs(TypedDict):
-    """Inputs of :class:`Admission` (the stack's :class:`stacks.plan.queues.AdmissionPlan`)."""
+    """Inputs of :class:`Admission`."""
 
     namespace: pulumi.Input[str]
-    """The namespace of the jobs (the LocalQueue's)."""
+    """The namespace of the jobs (the LocalQueue's); the LocalQueue is created after it."""
     local_queue: str
+    """The LocalQueue: the jobs' ``kueue.x-k8s.io/queue-name`` label (``JobSpec.queue_labels``)."""
     cluster_queue: str
-    flavors: Sequence[FlavorArgs]
+    """The ClusterQueue the LocalQueue feeds."""
+    flavors: Sequence[QueueFlavor]
+    """A ResourceFlavor per node group the jobs run on, each with its quota (at least one)."""
     resources: Sequence[str]
+    """The resources the queue counts, such as ``["cpu", "memory", "nvidia.com/gpu"]``: every flavor's quota names
+    each."""
     priorities: Mapping[str, int]
-    """WorkloadPriorityClass name -> value."""
+    """WorkloadPriorityClass name -> value (a higher value is admitted first and may preempt a lower one): the jobs'
+    ``kueue.x-k8s.io/priority-class`` label names one."""
     queueing_strategy: str
+    """``BestEffortFIFO`` (a job that does not fit lets smaller ones pass) or ``StrictFIFO``."""
     pods_ready_timeout_s: int
+    """Seconds an admitted job's pods have to be ready before Kueue evicts it and queues it again
+    (``waitForPodsReady``)."""
     requeue_backoff_base_s: int
+    """Seconds before an evicted job is queued again; doubled at each eviction."""
     requeue_backoff_max_s: int
+    """The longest wait before an evicted job is queued again."""
     node_selector: Mapping[str, str]
-    """Where the controller runs (the system nodes)."""
+    """Where the controller runs (the system nodes: ``system_node_selector()``)."""
     cohort: NotRequired[str]
     """With teams: the cohort of the stack's ClusterQueue and the teams' (each reclaims its lent quota:
     ``reclaimWithinCohort: Any``), the stack's ClusterQueue then admits its namespace's workloads only."""
@@ -98,30 +140,18 @@ class AdmissionArgs(TypedDict):
     """With teams: flavor -> resource -> the stack's ClusterQueue's nominal quota (default: the flavors' quota)."""
     namespace_name: NotRequired[str]
     """With teams: the name of :attr:`namespace` (the stack's ClusterQueue's namespace selector)."""
-    teams: NotRequired[Sequence[TeamQueueArgs]]
-    depends_on: NotRequired[Sequence[pulumi.Resource]]
-    """Installed after these (the MPI Operator: Kueue enables its MPIJob integration only when the CRD exists)."""
-    topologies: NotRequired[Sequence[TopologyArgs]]
+    teams: NotRequired[Sequence[TeamQueue]]
+    """With ``cohort``: each team's queues, which borrow and lend quota in the cohort."""
+    after: NotRequired[Sequence[pulumi.Input[str]]]
+    """Outputs Kueue is installed after: ``MpiOperator.crd_name`` (Kueue integrates MPIJobs only if their CRD exists
+    when it starts) and, with :attr:`provisioning`, the ``urn`` of the ProvisioningRequest CRD applied from
+    :data:`PROVISIONING_CRD_URL`."""
+    topologies: NotRequired[Sequence[QueueTopology]]
     """The Topologies the flavors name (topology-aware scheduling, on by default in Kueue v0.19 and enabled
     explicitly in the chart's values when there are any: :data:`TAS_FEATURE_GATE`)."""
-    provisioning: NotRequired["ProvisioningArgs"]
-    """The ProvisioningRequest admission check and the flavors it runs on (the ProvisioningRequest CRD must be among
-    :attr:`depends_on`)."""
-
-
-class ProvisioningArgs(TypedDict):
-    """Kueue's ProvisioningRequest admission check (:class:`stacks.plan.queues.ProvisioningPlan`)."""
-
-    check: str
-    """The AdmissionCheck's name."""
-    config: str
-    """The ProvisioningRequestConfig's name."""
-    provisioning_class: str
-    flavors: Sequence[str]
-    """The ResourceFlavors whose workloads pass the check (``onFlavors``)."""
-    backoff_base_s: int
-    backoff_max_s: int
-    backoff_limit_count: int
+    provisioning: NotRequired[ProvisioningCheck]
+    """The ProvisioningRequest admission check and the flavors it runs on (an Output of the ProvisioningRequest CRD
+    must be in :attr:`after`)."""
 
 
 def kueue_configuration(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -300,7 +330,7 @@ class _Specs:
     """ResourceFlavor name -> spec, in the arguments' order."""
     cluster_queue: dict[str, Any]
     """The stack's ClusterQueue."""
-    teams: list[tuple[TeamQueueArgs, dict[str, Any]]]
+    teams: list[tuple[TeamQueue, dict[str, Any]]]
     """Each team with its ClusterQueue's spec."""
 
 
@@ -319,28 +349,89 @@ def _specs(args: AdmissionArgs, chart_version: str) -> _Specs:
     )
 
 
+#: Kueue's queueing strategies (``QueueingStrategy``, apis/kueue/v1beta2/clusterqueue_types.go at v0.19.1).
+QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
+
+
+def admission_problems(args: Mapping[str, Any]) -> list[str]:
+    """What Kueue would refuse or never admit, each as ``<key>: <problem>; <fix>``: names that do not match (a quota
+    without a resource, a topology or check flavor that does not exist), a strategy Kueue does not know, an empty
+    flavor list, team keys without a cohort."""
+    found = []
+    resources = list(args["resources"])
+    flavors = [f["name"] for f in args["flavors"]]
+    if not flavors:
+        found.append("flavors: empty; give a flavor per node group the jobs run on")
+    if not resources:
+        found.append('resources: empty; name the resources the queue counts, such as ["cpu", "memory"]')
+    for dup in sorted({f for f in flavors if flavors.count(f) > 1}):
+        found.append(f"flavors: {dup!r} twice; give each flavor its own name")
+    if args["queueing_strategy"] not in QUEUEING_STRATEGIES:
+        found.append(f"queueing_strategy: {args['queueing_strategy']!r}; use {' or '.join(QUEUEING_STRATEGIES)}")
+    for key in ("pods_ready_timeout_s", "requeue_backoff_base_s", "requeue_backoff_max_s"):
+        if args[key] <= 0:
+            found.append(f"{key}: {args[key]}; give a number of seconds above 0")
+    topologies = {t["name"] for t in args.get("topologies") or []}
+
+    def quota_problems(path: str, quota: Mapping[str, Any]) -> list[str]:
+        missing = [r for r in resources if r not in quota]
+        extra = [r for r in quota if r not in resources]
+        return [f"{path}: no quota of {', '.join(missing)}; give one of every resource"] * bool(missing) + [
+            f"{path}: {', '.join(extra)} not among resources; add it to resources or remove it"
+        ] * bool(extra)
+
+    for i, f in enumerate(args["flavors"]):
+        found += quota_problems(f"flavors[{i}].quota", f["quota"])
+        if f.get("topology_name") and f["topology_name"] not in topologies:
+            found.append(f"flavors[{i}].topology_name: {f['topology_name']!r} is not in topologies; add it there")
+    provisioning = args.get("provisioning")
+    for f in (provisioning or {}).get("flavors", []):
+        if f not in flavors:
+            found.append(f"provisioning.flavors: {f!r} is not a flavor; name one of {', '.join(flavors)}")
+    cohort_keys = [k for k in ("own_quota", "namespace_name", "teams") if args.get(k)]
+    if cohort_keys and not args.get("cohort"):
+        found.append(f"{', '.join(cohort_keys)}: given without cohort; set cohort (the teams' queues share it)")
+    for i, team in enumerate(args.get("teams") or []):
+        for flavor in flavors:
+            if flavor not in team["quota"]:
+                found.append(f"teams[{i}].quota: no quota on flavor {flavor!r}; give one (\"0\" for none)")
+            else:
+                found += quota_problems(f"teams[{i}].quota[{flavor!r}]", team["quota"][flavor])
+    queues = [args["cluster_queue"], *(t["cluster_queue"] for t in args.get("teams") or [])]
+    for dup in sorted({q for q in queues if queues.count(q) > 1}):
+        found.append(f"teams: cluster queue {dup!r} twice; give each team its own")
+    return found
+
+
 class Admission(pulumi.ComponentResource):
-    """Kueue and the stack's queues. Needs a ``kubernetes`` provider in ``opts``."""
+    """Kueue and the queues jobs wait in: a job labelled with :attr:`queue_name` starts once its whole pod set fits.
+    Needs a ``kubernetes`` provider in ``opts``."""
 
     queue_name: pulumi.Output[str]
     """The LocalQueue's name; resolves once it and the WorkloadPriorityClasses exist (jobs are created after it)."""
     flavor_specs: dict[str, pulumi.Output[Any]]
     """Each ResourceFlavor's ``spec`` as the provider reports it after this update, by name: what the cluster holds
     (a flavor the update left out, as with ``--target``, keeps the spec it had); each resolves once it is applied."""
+    team_queue_names: dict[str, pulumi.Output[str]]
+    """Team ClusterQueue -> its LocalQueue's name, once the queues exist."""
 
+    @checks_args
     def __init__(self, name: str, args: AdmissionArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        problems = admission_problems(args)
+        if problems:
+            raise ValueError("; ".join(f"Admission({name!r}).args.{p}" for p in problems))
         super().__init__("eks-training:index:Admission", name, None, opts)
         warn_without_kubernetes_provider(self, name)
         chart = HELM_CHARTS["kueue"]
         specs = _specs(args, chart.version)
+        # a component's depends_on does not reach its children; the values carry the resources of ``after``
         release = pinned_release(
             self,
             name,
             chart,
             release_name="kueue",
             namespace=KUEUE_NAMESPACE,
-            values=specs.values,
-            depends_on=args.get("depends_on"),
+            values=ordered_after(pulumi.Output.from_input(specs.values), *(args.get("after") or [])),
             create_namespace=True,
         )
         topologies = self._topologies(name, specs, release)
@@ -369,8 +460,9 @@ class Admission(pulumi.ComponentResource):
                 team["local_queue"], tlq.id, *[p.id for p in priorities]
             ).apply(lambda v: str(v[0]))
         self.team_queue_names = team_queues
-        """Team ClusterQueue -> its LocalQueue's name, once the queues exist."""
-        self.register_outputs({"queue_name": self.queue_name, "flavor_specs": self.flavor_specs})
+        self.register_outputs(
+            {"queue_name": self.queue_name, "flavor_specs": self.flavor_specs, "team_queue_names": team_queues}
+        )
 
     def _topologies(
         self, name: str, specs: _Specs, release: k8s.helm.v3.Release
@@ -391,7 +483,7 @@ class Admission(pulumi.ComponentResource):
     def _provisioning_check(
         self,
         name: str,
-        provisioning: "ProvisioningArgs",
+        provisioning: ProvisioningCheck,
         specs: tuple[dict[str, Any], dict[str, Any]],
         release: k8s.helm.v3.Release,
     ) -> None:

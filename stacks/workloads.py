@@ -13,7 +13,7 @@ from typing import Optional
 
 import pulumi
 
-from components.admission import Admission, AdmissionArgs, FlavorArgs
+from components.admission import Admission, AdmissionArgs, QueueFlavor
 from components.conventions import check_job_name
 from components.image import TrainingImage
 from components.job_code import JobCode
@@ -342,8 +342,8 @@ def _queue_name(target: JobTarget, out: Workloads) -> pulumi.Output[str]:
     return out.admission.queue_name
 
 
-def _flavor_args(f: FlavorPlan) -> FlavorArgs:
-    out: FlavorArgs = {"name": f.name, "node_labels": f.node_labels, "node_taints": f.node_taints, "quota": f.quota}
+def _flavor_args(f: FlavorPlan) -> QueueFlavor:
+    out: QueueFlavor = {"name": f.name, "node_labels": f.node_labels, "node_taints": f.node_taints, "quota": f.quota}
     if f.topology is not None:
         out["topology_name"] = f.topology.name
     return out
@@ -403,9 +403,9 @@ def _admission(
             "backoff_max_s": p.backoff_max_s,
             "backoff_limit_count": p.backoff_limit_count,
         }
-    after = [r for r in (out.mpi_operator, provisioning_crd) if r is not None]
+    after = [r.urn for r in (out.mpi_operator, provisioning_crd) if r is not None]
     if after:
-        args["depends_on"] = after
+        args["after"] = after
     return Admission(f"{plan.config.cluster_name}-admission", args, opts=opts)
 
 

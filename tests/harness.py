@@ -376,6 +376,6 @@ def guide_example() -> str:
     guide = (REPO / "docs" / "how-to" / "components.md").read_text()
     section = guide.split("## From Python", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(blocks) == 2, "the guide's example: the cluster, then storage and a job"
+    assert len(blocks) == 3, "the guide's example: the cluster, then storage and a job, then a queue and a queued job"
     assert all("from eks_training.components import" in b for b in blocks)
     return "".join(blocks)

@@ -147,8 +147,8 @@ class JobSpec(TypedDict):
     queue_labels: NotRequired[Mapping[str, str]]
     """Kueue's labels (``kueue.x-k8s.io/queue-name``, ``kueue.x-k8s.io/priority-class``): the job is created suspended
     and waits in that queue, holding no pod, until Kueue admits all of it. The cluster needs Kueue and that
-    LocalQueue: this project's program makes them (``components.admission``, not exported), another program makes
-    its own. Pass the queue's Output in ``after`` so the job is created once the queue exists."""
+    LocalQueue: :class:`~components.admission.Admission` makes them. Pass its ``queue_name`` in ``after`` so the job
+    is created once the queue exists."""
     queue_annotations: NotRequired[Mapping[str, str]]
     """Kueue's annotations on the workers' pod template (``kueue.x-k8s.io/podset-preferred-topology``: topology-aware
     placement on the group, :mod:`stacks.plan.admission`)."""

@@ -87,6 +87,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "TensorFlowJob",
             "CommandJob",
             "AllReduceHealthCheck",
+            "Admission",
         ),
     ),
     ("Operations", ("TensorBoard", "TrainingNetworkPolicies", "BenchmarkCollector", "FleetObservability")),

@@ -27,13 +27,14 @@ def test_readme_example_registers_the_components(tmp_path: Path) -> None:
         types = [r.type for r in p.registrations]
         for t in ("TrainingVpc", "TrainingCluster", "TrainingNodeGroup", "DevicePlugin", "EfsStorage", "CommandJob"):
             assert f"eks-training:index:{t}" in types
+        assert "eks-training:index:Admission" in types
         gpu_ng = p.one("aws:eks/nodeGroup:NodeGroup", lambda r: r.inputs["labels"]["eks-training/role"] == "gpu")
         assert gpu_ng.inputs["amiType"] == "AL2023_x86_64_NVIDIA", "GPU facts come from the catalog"
         assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"} in gpu_ng.inputs["taints"]
         assert gpu_ng.inputs["version"] == "1.36"  # the group follows the cluster's minor
         assert len(p.of_type("aws:ec2/subnet:Subnet")) == 4
         # the job's pods land on the GPU group: its placement selects the group's labels and tolerates its taints
-        job = p.one("kubernetes:batch/v1:Job")
+        job = p.one("kubernetes:batch/v1:Job", lambda r: r.inputs["metadata"]["name"] == "hello")
         pod = job.inputs["spec"]["template"]["spec"]
         assert pod["nodeSelector"].items() <= gpu_ng.inputs["labels"].items(), (pod["nodeSelector"], gpu_ng.inputs)
         assert pod["nodeSelector"]["eks-training/role"] == "gpu"
@@ -44,6 +45,21 @@ def test_readme_example_registers_the_components(tmp_path: Path) -> None:
         if not preview:
             claim = pod["volumes"][0]["persistentVolumeClaim"]["claimName"]
             assert claim == p.one("kubernetes:core/v1:PersistentVolumeClaim").inputs["metadata"]["name"]
+        # the queued job: created suspended in the guide's LocalQueue, after it, and the quota covers what its pod
+        # requests on the flavor its node selector and tolerations select (Kueue admits it on that flavor only)
+        queued = p.one("kubernetes:batch/v1:Job", lambda r: r.inputs["metadata"]["name"] == "queued")
+        assert queued.inputs["spec"]["suspend"] is True
+        assert queued.inputs["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "jobs"
+        local_queue = p.one("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
+        assert local_queue.inputs["metadata"]["name"] == "jobs" and local_queue.urn in queued.dependencies
+        (flavor,) = p.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")
+        queued_pod = queued.inputs["spec"]["template"]["spec"]
+        assert queued_pod["nodeSelector"].items() >= flavor.inputs["spec"]["nodeLabels"].items()
+        cluster_queue = p.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue").inputs["spec"]
+        quota = {r["name"]: r["nominalQuota"] for r in cluster_queue["resourceGroups"][0]["flavors"][0]["resources"]}
+        requests = queued_pod["containers"][0]["resources"]["requests"]
+        assert set(requests) <= set(quota), (requests, quota)
+        assert quota["nvidia.com/gpu"] == "4" and requests["nvidia.com/gpu"] == "1"
 
 
 def test_harness_rejects_duplicate_urns(tmp_path: Path) -> None:
@@ -206,3 +222,55 @@ def test_the_mpi_operator_runs_where_its_caller_says(tmp_path: Path, args: str, 
     assert patch.inputs["spec"] == {"template": {"spec": {"nodeSelector": selector}}}
     assert patch.inputs["metadata"]["annotations"] == {"pulumi.com/patchFieldManager": "mpi-placement"}
     assert [d.rpartition("::")[2] for d in patch.dependencies] == ["mpi-manifest"]
+
+
+ADMISSION_PROGRAM = """
+import pulumi, pulumi_kubernetes as k8s
+from components import Admission
+
+args = {
+    "namespace": "training", "local_queue": "jobs", "cluster_queue": "research",
+    "flavors": [{"name": "gpu", "node_labels": {"eks-training/role": "gpu"}, "node_taints": [],
+                 "quota": {"cpu": "16", "memory": "64Gi"}}],
+    "resources": ["cpu", "memory"], "priorities": {"training": 100}, "queueing_strategy": "BestEffortFIFO",
+    "pods_ready_timeout_s": 1200, "requeue_backoff_base_s": 60, "requeue_backoff_max_s": 600,
+    "node_selector": {"eks-training/role": "system"},
+}
+CHANGE
+Admission("kueue", args, opts=pulumi.ResourceOptions(provider=k8s.Provider("k", kubeconfig="{}")))
+"""
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ("", None),
+        ('args["resources"].append("nvidia.com/gpu")', "flavors[0].quota: no quota of nvidia.com/gpu"),
+        ('args["flavors"][0]["quota"]["gpu"] = "1"', "flavors[0].quota: gpu not among resources"),
+        ('args["flavors"].append(dict(args["flavors"][0]))', "flavors: 'gpu' twice"),
+        ('args["flavors"] = []', "flavors: empty"),
+        ('args["queueing_strategy"] = "FIFO"', "queueing_strategy: 'FIFO'; use BestEffortFIFO or StrictFIFO"),
+        ('args["flavors"][0]["topology_name"] = "net"', "flavors[0].topology_name: 'net' is not in topologies"),
+        ('args["pods_ready_timeout_s"] = 0', "pods_ready_timeout_s: 0; give a number of seconds above 0"),
+        ('args["own_quota"] = {"gpu": {"cpu": "1", "memory": "1Gi"}}', "own_quota: given without cohort"),
+        ('args["local_queues"] = "jobs"', "local_queues: not a key of AdmissionArgs; did you mean local_queue?"),
+        (
+            'args["provisioning"] = {"check": "c", "config": "c", "provisioning_class": "p", "flavors": ["cpu"], '
+            '"backoff_base_s": 60, "backoff_max_s": 600, "backoff_limit_count": 3}',
+            "provisioning.flavors: 'cpu' is not a flavor; name one of gpu",
+        ),
+    ],
+)
+def test_admission_refuses_queues_kueue_would_never_admit_before_it_registers(
+    tmp_path: Path, change: str, message
+) -> None:
+    """Names that do not match (a quota without one of the resources, a topology or a checked flavor that does not
+    exist) would leave the ClusterQueue inactive or every job waiting: refused, naming the key, with nothing made."""
+    main = tmp_path / "__main__.py"
+    main.write_text(ADMISSION_PROGRAM.replace("CHANGE", change))
+    p = run_program("dev", config={"aws:region": "us-west-2"}, main=main, expect_error=message is not None)
+    if message is None:
+        assert p.error is None and p.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+        return
+    assert p.error is not None and f"Admission('kueue').args.{message}" in str(p.error), p.error
+    assert not [r for r in p.registrations if r.type != "pulumi:providers:kubernetes"], "registered before the check"

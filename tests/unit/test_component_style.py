@@ -16,7 +16,6 @@ from tests.python_source import class_source, parse
 COMPONENT_CLASSES = list(components.COMPONENTS)
 #: Components with a type token that the library does not export: children of others, made only by them.
 INTERNAL = {
-    "Admission": "Kueue and its queues, made by the program's composition (stacks.workloads)",
     "JobDisruptionBudget": "a job's PodDisruptionBudget, a child of each job component",
 }
 
