@@ -10,6 +10,7 @@ check (:func:`provisioning_config_spec`), after the CRD (``after``).
 Why: docs/explanation/admission.md ("A job starts whole or waits holding nothing", "With the cluster autoscaler",
 "Topology-aware placement on the EC2 network")."""
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, TypedDict
 
@@ -25,6 +26,7 @@ from components.conventions import KUEUE_NAMESPACE
 from components.helm import pinned_release
 from components.kubernetes_provider import warn_without_kubernetes_provider
 from components.ordering import ordered_after
+from components.scheduling import TAINT_EFFECTS
 from components.workloads.job_objects import JOB_OBJECTS
 
 #: The job kinds the stacks render, as Kueue's integration names.
@@ -143,9 +145,9 @@ class AdmissionArgs(TypedDict):
     teams: NotRequired[Sequence[TeamQueue]]
     """With ``cohort``: each team's queues, which borrow and lend quota in the cohort."""
     after: NotRequired[Sequence[pulumi.Input[str]]]
-    """Outputs Kueue is installed after: ``MpiOperator.crd_name`` (Kueue integrates MPIJobs only if their CRD exists
-    when it starts) and, with :attr:`provisioning`, the ``urn`` of the ProvisioningRequest CRD applied from
-    :data:`PROVISIONING_CRD_URL`."""
+    """Outputs Kueue is installed after. With :attr:`provisioning`: the ``urn`` of the ProvisioningRequest CRD applied
+    from :data:`PROVISIONING_CRD_URL` (Kueue starts its ProvisioningRequest controller only if the CRD exists when it
+    starts). The program also passes the MPI Operator's, which Kueue does not need (it waits for the MPIJob API)."""
     topologies: NotRequired[Sequence[QueueTopology]]
     """The Topologies the flavors name (topology-aware scheduling, on by default in Kueue v0.19 and enabled
     explicitly in the chart's values when there are any: :data:`TAS_FEATURE_GATE`)."""
@@ -353,11 +355,39 @@ def _specs(args: AdmissionArgs, chart_version: str) -> _Specs:
 QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
 
 
+#: An object name the API server takes (a DNS-1123 subdomain: ``IsDNS1123Subdomain``, k8s.io/apimachinery
+#: pkg/util/validation/validation.go).
+_OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _name_problems(args: Mapping[str, Any]) -> list[str]:
+    """The objects' names the API server would refuse, and taint effects a ResourceFlavor does not take."""
+    names = [("local_queue", args["local_queue"]), ("cluster_queue", args["cluster_queue"])]
+    names += [(f"flavors[{i}].name", f["name"]) for i, f in enumerate(args["flavors"])]
+    names += [(f"priorities[{p!r}]", p) for p in args["priorities"]]
+    names += [(f"topologies[{i}].name", t["name"]) for i, t in enumerate(args.get("topologies") or [])]
+    for i, t in enumerate(args.get("teams") or []):
+        names += [(f"teams[{i}].local_queue", t["local_queue"]), (f"teams[{i}].cluster_queue", t["cluster_queue"])]
+    found = [
+        f"{key}: {name!r} is not a Kubernetes object name; use lowercase letters, digits, '-' and '.'"
+        for key, name in names
+        if not (isinstance(name, str) and len(name) <= 253 and _OBJECT_NAME.match(name))
+    ]
+    for i, f in enumerate(args["flavors"]):
+        for j, taint in enumerate(f["node_taints"]):
+            if taint.get("effect") not in TAINT_EFFECTS:
+                found.append(
+                    f"flavors[{i}].node_taints[{j}].effect: {taint.get('effect')!r}; use one of "
+                    f"{', '.join(TAINT_EFFECTS)} (Kubernetes' spelling)"
+                )
+    return found
+
+
 def admission_problems(args: Mapping[str, Any]) -> list[str]:
     """What Kueue would refuse or never admit, each as ``<key>: <problem>; <fix>``: names that do not match (a quota
-    without a resource, a topology or check flavor that does not exist), a strategy Kueue does not know, an empty
-    flavor list, team keys without a cohort."""
-    found = []
+    without a resource, a topology or check flavor that does not exist), names and taint effects the API server
+    refuses, a strategy Kueue does not know, an empty flavor list, team keys without a cohort."""
+    found = _name_problems(args)
     resources = list(args["resources"])
     flavors = [f["name"] for f in args["flavors"]]
     if not flavors:

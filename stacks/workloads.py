@@ -9,7 +9,7 @@ group whose Capacity Block has not started wait for the next ``pulumi up`` (:fun
 Why this order: docs/explanation/pulumi-up.md, "The workloads' order"."""
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 import pulumi
 
@@ -422,14 +422,15 @@ def _health_check(
     namespace: pulumi.Output[str],
     pvc: pulumi.Output[str],
     toolbox: pulumi.Output[str],
-    queue_name: pulumi.Output[str],
+    after: Sequence[pulumi.Input[str]],
 ) -> AllReduceHealthCheck:
-    """The all-reduce check a job runs on its nodes before it starts (``jobs.<name>.healthCheck``)."""
+    """The all-reduce check a job runs on its nodes before it starts (``jobs.<name>.healthCheck``), created after
+    ``after`` (the queue and the jobs the job waits for)."""
     hc = job.health_check
     assert hc is not None
     check_args: AllReduceHealthCheckArgs = {
         "job": check_spec(
-            plan, job, namespace=namespace, pvc=pvc, image=toolbox, team=_team(target, plan), after=[queue_name]
+            plan, job, namespace=namespace, pvc=pvc, image=toolbox, team=_team(target, plan), after=list(after)
         ),
         "placement": job.placement,
         "nodes": job.nodes,
@@ -470,9 +471,9 @@ def _job(
     )
     queue_name = _queue_name(target, out)
     queue_job(spec, plan, job, _team(target, plan))
-    after: list[pulumi.Input[str]] = [
-        out.jobs[a].job_name for a in job.after if plan.jobs[a].config.wait_for_completion
-    ]
+    # created once every job it waits for exists (an awaited one: completed), as its health check is, so Kueue sees
+    # them first; one whose predecessor is never made (a failed health check stops pulumi up) is not made either
+    after: list[pulumi.Input[str]] = [out.jobs[a].job_name for a in job.after]
     after.append(queue_name)
     if job.dataset:
         ds = plan.datasets[job.dataset]
@@ -486,7 +487,7 @@ def _job(
         spec["code_uri"] = c.code
         spec["cluster_name"] = target.cluster_name
     if job.health_check is not None:
-        check = _health_check(target, plan, job, name, namespace, pvc, toolbox, queue_name)
+        check = _health_check(target, plan, job, name, namespace, pvc, toolbox, list(after))
         out.health_checks[job.name] = check
         after.append(check.report_path)
     spec["after"] = after

@@ -236,8 +236,9 @@ class MpiJobArgs(TypedDict):
     operator_ready: pulumi.Input[str]
     """An Output of the installed operator (``MpiOperator.crd_name``): the MPIJob is created after it."""
     mpi_prefix: str
-    """Where the image's Open MPI is installed (``/opt/amazon/openmpi`` in images with the EFA installer's): the
-    launcher runs ``<mpi_prefix>/bin/mpirun`` so the workers' ``orted`` is found over ssh (:func:`mpirun_path`)."""
+    """Where the image's Open MPI is installed, its ``OPAL_PREFIX`` (``/opt/hpcx/ompi`` in the shipped
+    ``images/horovod``, ``/opt/amazon/openmpi`` in images with the EFA installer's): the launcher runs
+    ``<mpi_prefix>/bin/mpirun`` so the workers' ``orted`` is found over ssh (:func:`mpirun_path`)."""
     launcher_command: NotRequired[Sequence[str]]
     """A command the launcher runs with ``mpirun ...`` appended (e.g. a parser of the benchmark's output)."""
     slots_per_worker: NotRequired[int]

@@ -213,7 +213,9 @@ class JobConfig(Model):
     stops (EKS gives a node's pods 15 minutes to leave it)."""
     timeout_hours: Number = Field(default=DEFAULT_TIMEOUT_HOURS, gt=0, le=720)
     """Hours the job may run from its start (a queued job's: once admitted) before Kubernetes stops it and its pods
-    (the Job's activeDeadlineSeconds): the cap on what a runaway job costs."""
+    (the Job's activeDeadlineSeconds): the cap on what a runaway job costs. A job with `after` may be admitted while
+    the jobs before it run: its pods wait for them within this time, until Kueue requeues a job whose pods are not
+    ready (waitForPodsReady)."""
     wait_for_completion: bool = False
     """`pulumi up` waits for the job to complete (a failure stops it with the job's reason); false returns once it is
     created."""

@@ -204,14 +204,16 @@ def test_the_kueue_chart_is_accepted_and_its_manager_lands_on_a_system_node(
 
 
 def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_path) -> None:
-    """mpi-horovod's two MPIJobs on its 2-node GPU group must both complete whatever order pulumi applies them in (it
-    applies independent resources concurrently). Applied horovod first, without admission its workers took both
+    """mpi-horovod's two MPIJobs on its 2-node GPU group must both complete in either order. The program creates
+    horovod (after nccl) once nccl exists; here horovod is applied first, as when a later update makes nccl again.
+    Applied horovod first, without admission its workers took both
     nodes and its launcher waited for nccl, whose workers never fit: a deadlock, every time. Through Kueue the two
     run one after the other, and while one waits no pod of it exists (it holds no node). Each MPIJob's
     ``waitCommand`` finds its Workload (Kueue's generic reconciler owns it by the MPIJob) and prints it admitted."""
 
     def horovod_first(steps) -> None:
         mpi = {s.docs[0]["metadata"]["name"]: s for s in steps if any(d["kind"] == "MPIJob" for d in s.docs)}
+        mpi["horovod"].deps.discard(mpi["nccl"].urn)
         mpi["nccl"].deps.add(mpi["horovod"].urn)
 
     box, plan, rehearsal = _rehearsal(
@@ -483,7 +485,10 @@ def test_kueue_admits_no_more_whole_node_pods_than_the_group_has_nodes(binaries,
     registrations = run_program("dev", config=config).registrations
 
     def second_first(steps) -> None:
+        # second created before first, as when a later update makes first again: the program creates a job after
+        # the jobs it waits for, so second's step waits for first's, which this gate would never let through
         jobs = {d["metadata"]["name"]: s for s in steps for d in s.docs if d["kind"] == "Job"}
+        jobs["second"].deps.discard(jobs["first"].urn)
         jobs["first"].gate = admitted("second")
 
     # long enough that pods started as second's free their nodes one by one on a busy box still overlap; with the

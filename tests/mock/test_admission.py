@@ -17,7 +17,7 @@ from components.quantities import mebibytes_of, millicores_of
 from stacks.plan.admission import admission_plan, job_and_launcher_requests, never_admitted
 from stacks.plan.queues import PRIORITY_LABEL, QUEUE_LABEL, RESOURCES
 from stacks.stackfile import plan_stack
-from tests.harness import JOB_OBJECT_TYPES, run_program, stack_names
+from tests.harness import JOB_OBJECT_TYPES, run_program, stack_config, stack_names
 
 STACKS = stack_names()
 #: The Kueue integration of each job kind a stack may register (Kueue's framework names,
@@ -308,3 +308,33 @@ def test_the_plan_counts_every_pod_set_off_the_jobs_group(programs, stack: str) 
             if g != job.group.name
         }
         assert off_group == counted, (stack, name, off_group, counted)
+
+
+def test_a_job_is_created_after_every_job_it_waits_for(programs) -> None:
+    """Kueue admits by priority, then creation time. A job created before a job it waits for is admitted first and
+    holds nodes until that one preempts it; one whose predecessor is never made (its health check failed, which stops
+    ``pulumi up``) would wait in its init container holding nodes for ever. Awaited or not, each predecessor's Job
+    is a dependency."""
+    pairs = 0
+    for stack in STACKS:
+        program = programs[stack]
+        _, plan = plan_stack(stack)
+        jobs = {r.inputs["metadata"]["name"]: r for r in _jobs(program)}
+        for name, job in plan.jobs.items():
+            for before in job.after:
+                pairs += 1
+                assert program.depends_transitively(jobs[name], jobs[before].urn), (stack, name, before)
+    assert pairs >= 5, pairs
+
+
+def test_a_health_check_is_created_after_the_jobs_its_job_waits_for() -> None:
+    """A job's health check is admitted on the job's nodes before the job: made before the jobs the job waits for,
+    it could hold their nodes, or pass long before the job starts."""
+    config = stack_config("g6")
+    jobs = config["eks-training:jobs"]
+    jobs["finetune"] = {**jobs["train"], "after": ["train"], "healthCheck": {}}
+    program = run_program("g6", config=config)
+    made = {r.inputs["metadata"]["name"]: r for r in _jobs(program)}
+    assert program.depends_transitively(made["finetune-allreduce"], made["train"].urn)
+    assert program.depends_transitively(made["finetune"], made["finetune-allreduce"].urn)
+    assert not program.depends_transitively(made["train-allreduce"], made["train"].urn)

@@ -59,7 +59,7 @@ def test_readme_example_registers_the_components(tmp_path: Path) -> None:
         quota = {r["name"]: r["nominalQuota"] for r in cluster_queue["resourceGroups"][0]["flavors"][0]["resources"]}
         requests = queued_pod["containers"][0]["resources"]["requests"]
         assert set(requests) <= set(quota), (requests, quota)
-        assert quota["nvidia.com/gpu"] == "4" and requests["nvidia.com/gpu"] == "1"
+        assert quota["nvidia.com/gpu"] == "1" == requests["nvidia.com/gpu"]
 
 
 def test_harness_rejects_duplicate_urns(tmp_path: Path) -> None:
@@ -252,6 +252,11 @@ Admission("kueue", args, opts=pulumi.ResourceOptions(provider=k8s.Provider("k", 
         ('args["queueing_strategy"] = "FIFO"', "queueing_strategy: 'FIFO'; use BestEffortFIFO or StrictFIFO"),
         ('args["flavors"][0]["topology_name"] = "net"', "flavors[0].topology_name: 'net' is not in topologies"),
         ('args["pods_ready_timeout_s"] = 0', "pods_ready_timeout_s: 0; give a number of seconds above 0"),
+        ('args["local_queue"] = "Jobs_A"', "local_queue: 'Jobs_A' is not a Kubernetes object name"),
+        (
+            'args["flavors"][0]["node_taints"] = [{"key": "k", "value": "v", "effect": "NO_SCHEDULE"}]',
+            "flavors[0].node_taints[0].effect: 'NO_SCHEDULE'; use one of NoSchedule",
+        ),
         ('args["own_quota"] = {"gpu": {"cpu": "1", "memory": "1Gi"}}', "own_quota: given without cohort"),
         ('args["local_queues"] = "jobs"', "local_queues: not a key of AdmissionArgs; did you mean local_queue?"),
         (
