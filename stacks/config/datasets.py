@@ -1,6 +1,7 @@
 """The ``datasets`` section: a tarball staged once onto the shared volume for the jobs that name it, or an S3 prefix
 an FSx for Lustre file system imports."""
 
+import urllib.parse
 from typing import Any, Optional
 
 from pydantic import Field, field_validator, model_validator
@@ -18,6 +19,11 @@ CIFAR10_BYTES = 170498071
 #: test).
 CIFAR10_FOLDER = "cifar-10-batches-py"
 CIFAR10_FILES: tuple[str, ...] = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta")
+
+
+#: Archive formats the staging job cannot open: it extracts tar archives only (``tarfile.open(path, "r:*")`` in
+#: training/stage_data.py: plain, gzip, bzip2 and xz).
+NOT_TAR_SUFFIXES = (".zip", ".7z", ".rar", ".zst", ".lz4")
 
 
 class DatasetConfig(Model):
@@ -54,6 +60,13 @@ class DatasetConfig(Model):
             raise ValueError(f"{v!r} must be an https:// URL or an s3://bucket/key URI")
         if v.startswith("s3://") and "/" not in v[len("s3://") :].strip("/"):
             raise ValueError(f"{v!r} names a bucket but no object key")
+        path = urllib.parse.urlsplit(v).path.lower()
+        other = next((e for e in NOT_TAR_SUFFIXES if path.endswith(e)), None)
+        if other is not None:
+            raise ValueError(
+                f"{v!r} is a {other} archive; the staging job extracts tar archives (.tar, .tar.gz, .tgz, .tar.bz2, "
+                ".tar.xz): repack it as one"
+            )
         return v
 
     @model_validator(mode="after")

@@ -53,6 +53,13 @@ class ImageConfig(Model):
             raise ValueError(f"{why}; give a pinned reference such as REGISTRY/REPO:TAG or REPO@sha256:...")
         return v
 
+    @field_validator("dockerfile")
+    @classmethod
+    def _dockerfile(cls, v: str) -> str:
+        if why := relative_path_problem(v):
+            raise ValueError(why.replace("the shared volume", "the image's context") + " (CodeBuild builds it there)")
+        return v
+
     @field_validator("context")
     @classmethod
     def _context(cls, v: Optional[str]) -> Optional[str]:

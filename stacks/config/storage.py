@@ -47,6 +47,7 @@ from stacks.config.base import (
     S3_REPOSITORY_PATH_RE,
     SUBNET_RE,
     Model,
+    quantity_value,
     reference,
     split_s3_path,
 )
@@ -335,6 +336,8 @@ class StorageConfig(Model):
     def _capacity(cls, v: str) -> str:
         if not QUANTITY_RE.match(v):
             raise ValueError(f"{v!r} is not a Kubernetes quantity (e.g. 1Ti)")
+        if quantity_value(v) <= 0:
+            raise ValueError(f"{v!r} claims nothing: Kubernetes refuses a claim of 0 (e.g. 1Ti)")
         return v
 
     @field_validator("file_system_id")

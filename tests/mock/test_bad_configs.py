@@ -468,6 +468,21 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:storage.capacity: 'lots' is not a Kubernetes quantity"],
     ),
     (
+        "a claim of nothing",
+        setk("storage", {"capacity": "0Gi"}),
+        ["eks-training:storage.capacity: '0Gi' claims nothing: Kubernetes refuses a claim of 0"],
+    ),
+    (
+        "a Dockerfile outside the image's context",
+        setk("images", {"training": {"context": "training", "dockerfile": "/tmp/training/Dockerfile"}}),
+        ["eks-training:images.training.dockerfile: '/tmp/training/Dockerfile' must be a relative path inside the"],
+    ),
+    (
+        "a dataset in a zip",
+        setk("datasets", {"cifar10": {"source": "https://example.com/data.zip"}}),
+        ["eks-training:datasets.cifar10.source: 'https://example.com/data.zip' is a .zip archive; the staging job"],
+    ),
+    (
         "instance facts for a known type",
         setk("instanceFacts", {"g5.xlarge": {"vcpus": 4, "memoryMib": 16384, "source": "me"}}),
         ["eks-training:instanceFacts.g5.xlarge: g5.xlarge is already in the catalog"],
@@ -638,6 +653,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "after itself",
         job("evaluate", after=["evaluate"]),
         ["eks-training:jobs.evaluate.after[0]: a job cannot wait for itself"],
+    ),
+    (
+        "a job named as another job's health check",
+        both(job(healthCheck={}), job("train-allreduce", nodeGroup="cpu")),
+        [
+            "eks-training:jobs.train-allreduce: the name of train's health check Job "
+            "(eks-training:jobs.train.healthCheck); rename this job"
+        ],
     ),
     (
         "jobs waiting in a cycle",

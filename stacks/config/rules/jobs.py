@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from components.code_folder import DEFAULT_CODE_IGNORES, collect_code
-from components.conventions import APP_DIR
+from components.conventions import APP_DIR, check_job_name
 from components.scheduling import SYSTEM_ROLE
 from stacks.config.errors import key
 from stacks.config.jobs import (
@@ -47,12 +47,25 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
             )
         check_after(s, path, name, job.after, problems)
         check_variables(s, path, name, job, problems)
+    _check_check_names(s, problems)
     cycle = reference_cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
     if cycle:
         problems.append(
             f"{key(f'{job_path(s, cycle[0])}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
             "remove one of these after entries"
         )
+
+
+def _check_check_names(s: Sections, problems: list[str]) -> None:
+    """No job takes the Kubernetes name of another job's health check (:func:`check_job_name`): the two Jobs, their
+    Services and network policies would clash when the program registers them."""
+    checks = {check_job_name(n): n for n, j in s.jobs.items() if j.health_check is not None and j.health_check.enabled}
+    for name in s.job_names:
+        if name in checks:
+            problems.append(
+                f"{key(job_path(s, name))}: the name of {checks[name]}'s health check Job "
+                f"({key(job_path(s, checks[name]) + '.healthCheck')}); rename this job"
+            )
 
 
 def _check_group(s: Sections, path: str, job: JobConfig, problems: list[str]) -> None:
