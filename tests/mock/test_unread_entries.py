@@ -44,3 +44,21 @@ def test_the_plan_notes_them(tmp_path, capsys) -> None:
 
 def test_the_presets_leave_nothing_unread() -> None:
     assert {s: unread_entries(plan_stack(s)[1]) for s in stack_names()} == {s: [] for s in stack_names()}
+
+
+def test_facts_of_a_type_no_group_runs_and_an_mpi_prefix_no_mpi_job_reads_are_noted() -> None:
+    cfg = stack_config("dev")
+    cfg[f"{PROJECT}:instanceFacts"] = {
+        "m7i.2xlarge": {"vcpus": 8, "memoryMib": 32768, "networkGbps": 12.5, "source": "describe-instance-types"}
+    }
+    cfg[f"{PROJECT}:images"] = {"training": {"context": "training", "mpiPrefix": "/opt/amazon/openmpi"}}
+    _, plan = plan_stack("dev", edit=lambda c: c.update(cfg))
+    assert unread_entries(plan) == [
+        "eks-training:images.training.mpiPrefix: no mpi job runs this image, so nothing reads it; remove it",
+        "eks-training:instanceFacts.m7i.2xlarge: no node group runs m7i.2xlarge, so nothing reads these facts; name it "
+        "in a group's instanceTypes, or remove it",
+    ]
+    # a group that runs the type reads its facts
+    cfg[f"{PROJECT}:nodeGroups"]["cpu"]["instanceTypes"] = ["m7i.2xlarge"]
+    _, plan = plan_stack("dev", edit=lambda c: c.update(cfg))
+    assert not [n for n in unread_entries(plan) if "instanceFacts" in n], unread_entries(plan)
