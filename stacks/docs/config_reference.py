@@ -27,6 +27,8 @@ CHECKED = [
     "Beyond each key's type and range, the checks include:",
     "",
     "- unknown keys, and a key under a namespace nothing reads, each with the key to write;",
+    "- entries nothing reads, noted by `plan` and warned of by `pulumi up`: a dataset no job names, an image no job "
+    "runs, facts of an instance type no group runs, an image's `mpiPrefix` no `mpi` job reads;",
     "- node groups: `minSize > maxSize`, a desired size outside `[min, max]`, unknown instance types, EFA on a type "
     "without it, an EFA group without a zone, a Spot group with a reservation, bad taint effects;",
     "- the network: fewer than 2 zones, invalid or overlapping CIDRs, incomplete `existingVpc` settings;",
