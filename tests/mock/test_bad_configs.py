@@ -630,6 +630,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ],
     ),
     (
+        "a job's output folder holding a dataset's default folder",
+        job("evaluate", outputDir="."),
+        [
+            "eks-training:jobs.evaluate.outputDir: . overlaps the folder of eks-training:datasets.cifar10 "
+            "(datasets/cifar10), and staging replaces what is in a dataset's folder; give the job a folder of its own"
+        ],
+    ),
+    (
         "a dataset staged into the volume's root",
         setk("datasets", {"cifar10": {"path": "."}}),
         ["eks-training:datasets.cifar10.path: . overlaps the runs' folder (runs)"],
@@ -838,6 +846,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "code not an s3 prefix",
         job(code="s3://bucket/main.py"),
         ["eks-training:jobs.train.code: 's3://bucket/main.py' is not an s3://bucket/prefix/ URI"],
+    ),
+    (
+        "code that is a file",
+        job(code="training/train.py"),
+        [
+            "eks-training:jobs.train.code: training/train.py is a file; give the folder that holds it (training), and "
+            "the file as the job's script or command"
+        ],
     ),
     (
         "code folder not in the project",

@@ -175,7 +175,12 @@ def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> N
         f"give a folder of your Pulumi project (relative to {s.project_dir}) that holds the job's program, or an "
         "s3://bucket/prefix/ you uploaded it to"
     )
-    if not folder.is_dir():
+    if folder.is_file():
+        problems.append(
+            f"{key(f'{path}.code')}: {job.code_folder} is a file; give the folder that holds it "
+            f"({posixpath.dirname(job.code_folder) or '.'}), and the file as the job's script or command"
+        )
+    elif not folder.is_dir():
         problems.append(
             f"{key(f'{path}.code')}: the folder {job.code_folder} does not exist in the project folder "
             f"{s.project_dir}; {_near_folder(folder, job.code_folder)}{fix}"

@@ -122,12 +122,20 @@ def check_dataset_folders(s: Sections, jobs: Mapping[str, JobConfig], problems: 
         others = [(f"datasets.{n}", f) for n, f in list(staged.items())[:i]]
         others += [(f"{job_path(s, j)}.outputDir", c.output_dir) for j, c in jobs.items() if c.output_dir]
         clash = [(where, f) for where, f in [*others, ("the runs' folder", RUNS_DIR)] if _overlap(folder, f.strip("/"))]
-        if clash:
-            where, f = clash[0]
+        if not clash:
+            continue
+        where, f = clash[0]
+        if "path" not in s.datasets[name].model_fields_set and where.endswith(".outputDir"):
+            # the dataset's folder is the default: the job's outputDir, which the user wrote, is at fault
             problems.append(
-                f"{key(f'datasets.{name}.path')}: {folder} overlaps {where} ({f}), and staging replaces what is in a "
-                f"dataset's folder; give it a folder of its own (the default is datasets/{name})"
+                f"{key(where)}: {f} overlaps the folder of {key(f'datasets.{name}')} ({folder}), and staging replaces "
+                "what is in a dataset's folder; give the job a folder of its own"
             )
+            continue
+        problems.append(
+            f"{key(f'datasets.{name}.path')}: {folder} overlaps {where} ({f}), and staging replaces what is in a "
+            f"dataset's folder; give it a folder of its own (the default is datasets/{name})"
+        )
 
 
 def check_output_folders(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str]) -> None:
