@@ -18,6 +18,7 @@ from components.conventions import check_job_name
 from components.image import TrainingImage
 from components.job_code import JobCode
 from components.naming import fit_name
+from components.ordering import ordered_after
 from components.scheduling import SYSTEM_ROLE, system_node_selector
 from components.workloads import (
     AllReduceHealthCheck,
@@ -181,7 +182,7 @@ def build_jobs(target: JobTarget) -> Workloads:
     # a jobs-only stack without jobs builds no toolbox (Plan.used_images): no dataset to stage, no TensorBoard
     toolbox = out.image_uris.get(TOOLBOX_IMAGE)
     if toolbox is not None:
-        out.staging.update(_staging(target, namespace, toolbox, pod_opts))
+        out.staging.update(_staging(target, ordered_after(namespace, _queue_name(target, out)), toolbox, pod_opts))
     deferred = _deferred_jobs(plan, target.waiting_groups)
     for job in plan.jobs.values():
         if job.name in deferred:
@@ -267,7 +268,9 @@ def _cluster_services(
 def _staging(
     target: JobTarget, namespace: pulumi.Output[str], toolbox: pulumi.Output[str], pod_opts: pulumi.ResourceOptions
 ) -> dict[str, DatasetStaging]:
-    """A staging Job per dataset the file system does not import."""
+    """A staging Job per dataset the file system does not import, in ``namespace``: an Output that resolves once the
+    queue exists, as Kueue's webhook admits every batch Job created (failurePolicy Fail) and refuses them while it
+    starts."""
     plan = target.plan
     staging: dict[str, DatasetStaging] = {}
     for ds_name, ds in plan.datasets.items():

@@ -5,6 +5,7 @@ the plan as notes, never left silently unread."""
 from components.catalog import INSTANCE_TYPES
 from stacks.bundle import TOOLBOX_IMAGE
 from stacks.config import key
+from stacks.kinds import KINDS
 from stacks.plan.model import Plan
 
 
@@ -23,7 +24,7 @@ def unread_entries(plan: Plan) -> list[str]:
         for name in cfg.images
         if name not in run and name != TOOLBOX_IMAGE
     ]
-    mpi = {j.config.image for j in plan.jobs.values() if j.kind == "mpi"}
+    mpi = {j.config.image for j in plan.jobs.values() if KINDS[j.kind].needs_mpi_prefix}
     notes += [
         f"{key(f'images.{name}.mpiPrefix')}: no mpi job runs this image, so nothing reads it; remove it"
         for name, image in cfg.images.items()

@@ -338,3 +338,23 @@ def test_a_health_check_is_created_after_the_jobs_its_job_waits_for() -> None:
     assert program.depends_transitively(made["finetune-allreduce"], made["train"].urn)
     assert program.depends_transitively(made["finetune"], made["finetune-allreduce"].urn)
     assert not program.depends_transitively(made["train-allreduce"], made["train"].urn)
+
+
+#: Jobs made before Kueue: the FSx file system's volume-init Job (components/storage/fsx.py), made with the storage
+#: in the environment, before the workloads install Kueue. It runs once the file system exists, minutes after Kueue.
+BEFORE_KUEUE = {"fsx-volume-init"}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_job_is_created_once_kueues_webhook_serves(programs, stack: str) -> None:
+    """Kueue's webhook admits every batch Job and MPIJob created, queued or not (``mjob.kb.io``, ``failurePolicy:
+    Fail``, no selector: the v0.19.1 chart's templates/webhook/manifests.yaml), and refuses them while Kueue starts:
+    a Job created then fails ``pulumi up``. Every Job is made after the LocalQueue, which goes through that webhook."""
+    program = programs[stack]
+    queue = next(r.urn for r in program.registrations if r.type.endswith(":LocalQueue"))
+    early = [
+        r.name
+        for r in _jobs(program)
+        if not program.depends_transitively(r, queue) and not any(r.name.endswith(b) for b in BEFORE_KUEUE)
+    ]
+    assert early == [], f"{stack}: made while Kueue may still be starting: {early}"

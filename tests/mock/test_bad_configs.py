@@ -851,8 +851,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "code that is a file",
         job(code="training/train.py"),
         [
-            "eks-training:jobs.train.code: training/train.py is a file; give the folder that holds it (training), and "
-            "the file as the job's script or command"
+            "eks-training:jobs.train.code: training/train.py is a file; give a folder of your project, the one that "
+            "holds it (training), and the file as the job's script or command"
         ],
     ),
     (

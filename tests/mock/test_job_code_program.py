@@ -174,7 +174,12 @@ def test_stacks_without_code_folders_have_no_code_bucket(program_for: Any) -> No
             "empty",
             "eks-training:jobs.fit.code: the folder ./src holds no file to upload (left out: .git, .venv",
         ),
-        ("src/fit.py", "", "eks-training:jobs.fit.code: the folder src/fit.py does not exist in the project folder"),
+        (
+            "src/fit.py",
+            "",
+            "eks-training:jobs.fit.code: src/fit.py is a file; give a folder of your project, the one that holds it "
+            "(src), and the file as the job's script or command",
+        ),
         ("../src", "", "eks-training:jobs.fit.code: '../src' is neither a folder of your project"),
         ("/abs/src", "", "eks-training:jobs.fit.code: '/abs/src' is neither a folder of your project"),
         (

@@ -177,8 +177,8 @@ def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> N
     )
     if folder.is_file():
         problems.append(
-            f"{key(f'{path}.code')}: {job.code_folder} is a file; give the folder that holds it "
-            f"({posixpath.dirname(job.code_folder) or '.'}), and the file as the job's script or command"
+            f"{key(f'{path}.code')}: {job.code_folder} is a file; give a folder of your project, the one that holds "
+            f"it ({posixpath.dirname(job.code_folder) or '.'}), and the file as the job's script or command"
         )
     elif not folder.is_dir():
         problems.append(
