@@ -269,8 +269,8 @@ def _staging(
     target: JobTarget, namespace: pulumi.Output[str], toolbox: pulumi.Output[str], pod_opts: pulumi.ResourceOptions
 ) -> dict[str, DatasetStaging]:
     """A staging Job per dataset the file system does not import, in ``namespace``: an Output that resolves once the
-    queue exists, as Kueue's webhook admits every batch Job created (failurePolicy Fail) and refuses them while it
-    starts."""
+    queue exists, so after Kueue's release is ready. Kueue's webhook checks every batch Job created (failurePolicy
+    Fail) and refuses them while Kueue starts."""
     plan = target.plan
     staging: dict[str, DatasetStaging] = {}
     for ds_name, ds in plan.datasets.items():
