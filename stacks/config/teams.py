@@ -63,6 +63,13 @@ def teams_problems(teams: Mapping[str, TeamConfig], raw_names: list[str], traini
                 f"{key(f'teams.{name}')}: the name must be 1-{TEAM_NAME_MAX} lowercase letters, digits and "
                 f"'-', starting and ending with a letter or digit (it names the team's queues); rename it"
             )
+    if "default" in raw_names:
+        # Kueue labels a Job created without a queue into its namespace's LocalQueue named default
+        # (LocalQueueDefaulting: pkg/controller/jobframework/defaults.go), so the team's staging Jobs would queue
+        problems.append(
+            f"{key('teams.default')}: the team's LocalQueue takes its name, and Kueue puts every Job of its namespace "
+            "that names no queue into a LocalQueue named default, the staging Jobs too; rename the team"
+        )
     seen: dict[str, str] = {}
     for name, team in teams.items():
         if name in misnamed and team.namespace is None:

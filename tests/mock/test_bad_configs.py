@@ -2239,6 +2239,12 @@ def test_a_command_job_may_write_into_a_pytorch_jobs_output_folder() -> None:
             id="a pytorch job's script written as its command",
         ),
         pytest.param(
+            setk("teams", {"default": {"quotaPercent": 50, "namespace": "team-default"}}),
+            "eks-training:teams.default: the team's LocalQueue takes its name, and Kueue puts every Job of its "
+            "namespace that names no queue into a LocalQueue named default, the staging Jobs too; rename the team",
+            id="a team named default, Kueue's default LocalQueue",
+        ),
+        pytest.param(
             setk("teams", {"ml_research": {"quotaPercent": 50}}),
             "eks-training:teams.ml_research: the name must be 1-40 lowercase letters, digits and '-', starting and "
             "ending with a letter or digit (it names the team's queues); rename it",
