@@ -10,7 +10,6 @@ check (:func:`provisioning_config_spec`), after the CRD (``after``).
 Why: docs/explanation/admission.md ("A job starts whole or waits holding nothing", "With the cluster autoscaler",
 "Topology-aware placement on the EC2 network")."""
 
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, TypedDict
 
@@ -25,6 +24,7 @@ from components.catalog.charts import CHART_IMAGES, chart_image_values
 from components.conventions import KUEUE_NAMESPACE
 from components.helm import pinned_release
 from components.kubernetes_provider import warn_without_kubernetes_provider
+from components.naming import DNS_SUBDOMAIN_RE
 from components.ordering import ordered_after
 from components.scheduling import TAINT_EFFECTS
 from components.workloads.job_objects import JOB_OBJECTS
@@ -355,11 +355,6 @@ def _specs(args: AdmissionArgs, chart_version: str) -> _Specs:
 QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
 
 
-#: An object name the API server takes (a DNS-1123 subdomain: ``IsDNS1123Subdomain``, k8s.io/apimachinery
-#: pkg/util/validation/validation.go).
-_OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
 def _name_problems(args: Mapping[str, Any]) -> list[str]:
     """The objects' names the API server would refuse, and taint effects a ResourceFlavor does not take."""
     names = [("local_queue", args["local_queue"]), ("cluster_queue", args["cluster_queue"])]
@@ -371,7 +366,7 @@ def _name_problems(args: Mapping[str, Any]) -> list[str]:
     found = [
         f"{key}: {name!r} is not a Kubernetes object name; use lowercase letters, digits, '-' and '.'"
         for key, name in names
-        if not (isinstance(name, str) and len(name) <= 253 and _OBJECT_NAME.match(name))
+        if not (isinstance(name, str) and len(name) <= 253 and DNS_SUBDOMAIN_RE.match(name))
     ]
     for i, f in enumerate(args["flavors"]):
         for j, taint in enumerate(f["node_taints"]):
@@ -404,11 +399,12 @@ def admission_problems(args: Mapping[str, Any]) -> list[str]:
     topologies = {t["name"] for t in args.get("topologies") or []}
 
     def quota_problems(path: str, quota: Mapping[str, Any]) -> list[str]:
-        missing = [r for r in resources if r not in quota]
-        extra = [r for r in quota if r not in resources]
-        return [f"{path}: no quota of {', '.join(missing)}; give one of every resource"] * bool(missing) + [
-            f"{path}: {', '.join(extra)} not among resources; add it to resources or remove it"
-        ] * bool(extra)
+        out = []
+        if missing := [r for r in resources if r not in quota]:
+            out.append(f"{path}: no quota of {', '.join(missing)}; give one of every resource")
+        if extra := [r for r in quota if r not in resources]:
+            out.append(f"{path}: {', '.join(extra)} not among resources; add it to resources or remove it")
+        return out
 
     for i, f in enumerate(args["flavors"]):
         found += quota_problems(f"flavors[{i}].quota", f["quota"])

@@ -1,8 +1,13 @@
 """Physical names: derived deterministically and kept within the limits the services enforce."""
 
 import hashlib
+import re
 
 from components.catalog.limits import NAME_LIMITS
+
+#: A Kubernetes object name (a DNS-1123 subdomain, at most 253 characters: ``IsDNS1123Subdomain`` in
+#: k8s.io/apimachinery pkg/util/validation/validation.go).
+DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def short_hash(text: str, length: int = 8) -> str:

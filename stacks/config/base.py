@@ -10,6 +10,7 @@ from pydantic.alias_generators import to_camel
 from components.catalog.amis import ami_release_problem
 from components.catalog.operations import OBSERVABILITY_NAMESPACE
 from components.conventions import KUEUE_NAMESPACE, SHARED_MOUNT
+from components.naming import DNS_SUBDOMAIN_RE
 
 #: Lowercase RFC 1123 label (Kubernetes object names, group and job names).
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -32,7 +33,6 @@ RESERVED_NAMESPACES = (
     OBSERVABILITY_NAMESPACE,
 )
 LABEL_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 #: What a label key and a label value are, as a message's fix (Kubernetes' syntax and character set,
 #: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set).
