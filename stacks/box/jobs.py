@@ -18,7 +18,8 @@ from stacks.box.steps import RehearsalError, Step
 def watch_jobs(
     box: Box, jobs: dict[str, dict[str, Any]], start: float, start_wall: float, note: Callable[[str], None]
 ) -> None:
-    """Record each job's (``jobs``: name -> kind, started, finished seconds since the start, outcome)."""
+    """Record each job's (``jobs``: name -> kind, started, finished seconds since the start, outcome, and a failed
+    job's reason from its condition)."""
     for job_object in JOB_OBJECTS.values():
         if job_object.crd is not None and not crd_established(box, job_object.crd):
             continue
@@ -33,16 +34,26 @@ def watch_jobs(
                 continue  # an MPI launcher Job: its MPIJob is the job
             name = obj["metadata"]["name"]
             rec = jobs.setdefault(name, {"kind": obj["kind"]})
-            conds = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
+            conditions = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+            conds = {kind: c.get("status") for kind, c in conditions.items()}
             if "started" not in rec and (obj.get("status") or {}).get("active") or conds.get("Running") == "True":
                 rec.setdefault("started", time.monotonic() - start)
             for done in (job_object.succeeded, job_object.failed):
                 if conds.get(done) == "True" and "outcome" not in rec:
                     rec["outcome"] = done
+                    if done == job_object.failed and conditions[done].get("reason"):
+                        rec["reason"] = conditions[done]["reason"]  # DeadlineExceeded, BackoffLimitExceeded, ...
                     rec["finished"] = time.monotonic() - start
                     if "started" not in rec:  # ran between two passes: its controller's own start stamp
                         rec["started"] = stamped_start(obj, rec["finished"], start_wall)
-                    note(f"{obj['kind']} {name}: {done}")
+                    note(f"{obj['kind']} {name}: {outcome(rec)}")
+
+
+def outcome(rec: Mapping[str, Any]) -> str:
+    """A job's outcome as the report says it: ``Failed (DeadlineExceeded)``, ``Succeeded``, ``not finished``."""
+    if "outcome" not in rec:
+        return "not finished"
+    return rec["outcome"] + (f" ({rec['reason']})" if rec.get("reason") else "")
 
 
 def stamped_start(obj: Mapping[str, Any], finished: float, start_wall: float) -> float:

@@ -11,12 +11,14 @@ Why: docs/explanation/box.md, "The run"."""
 
 from __future__ import annotations
 
+import http.client
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from components.workloads.job_objects import MPIJOB_CRD
+from stacks.box.api import BoxError
 from stacks.box.apply import Refusal, apply_steps
 from stacks.box.awaits import Awaiter
 from stacks.box.cluster import Box
@@ -155,6 +157,7 @@ class Rehearsal:
         try:
             self._run(binaries, todo, deadline, timeout_s, stuck)
         finally:
+            self._last_look()
             self.awaiter.close()
             self.awaiter = None
             record_started(self._pod_changes, self.pods)
@@ -189,6 +192,14 @@ class Rehearsal:
             self._stop_if_stuck(todo, deadline, timeout_s, stuck)
             if not progressed:
                 time.sleep(0.3)
+
+    def _last_look(self) -> None:
+        """Record the jobs' outcomes once more as the run ends: a failure that stopped it (a failed awaited job, which
+        the provider's wait reports before a pass records it) is then in the report, not ``not finished``."""
+        try:
+            watch_jobs(self.box, self.jobs, self.start, self.start_wall, self.note)
+        except (BoxError, OSError, http.client.HTTPException):
+            pass  # the box is gone or stopping: the report keeps what the passes saw
 
     def _apply(self, steps: Sequence[Step]) -> None:
         """:func:`stacks.box.apply.apply_steps`, its time the box's work: steps already waiting are not charged."""

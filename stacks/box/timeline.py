@@ -21,6 +21,7 @@ from typing_extensions import Self
 
 from stacks.box.api import BoxError
 from stacks.box.cluster import Box, crd_established
+from stacks.box.jobs import outcome
 from stacks.box.kueue import WORKLOAD_CRD
 from stacks.box.podlogs import pod_owner
 from stacks.box.pods import HELD
@@ -306,7 +307,7 @@ def report(rehearsal: "Rehearsal", recorder: Recorder) -> str:
         started, finished = rec.get("started"), rec.get("finished")
         took = f"{finished - started:.1f} s" if started is not None and finished is not None else "-"
         lines.append(
-            f"  {name} ({rec['kind']}): {rec.get('outcome', 'not finished')}, started {_seconds(started)}, "
+            f"  {name} ({rec['kind']}): {outcome(rec)}, started {_seconds(started)}, "
             f"finished {_seconds(finished)}, took {took}"
         )
     return "\n".join(lines)

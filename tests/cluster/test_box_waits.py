@@ -194,6 +194,8 @@ def test_a_failed_awaited_mpijob_ends_the_wait_at_once_with_its_reason(binaries,
         box.down()
     message = str(err.value)
     assert "MPIJob nccl failed: DeadlineExceeded" in message, message
+    # the report gives the outcome and its reason, though the wait ended before a pass recorded it
+    assert (rehearsal.jobs["nccl"]["outcome"], rehearsal.jobs["nccl"].get("reason")) == ("Failed", "DeadlineExceeded")
     failed = _conditions(mpijob)["Failed"]
     assert failed["status"] == "True" and failed["reason"] == "DeadlineExceeded", mpijob["status"]
     # ended within seconds of the failure (the condition's stamp has whole seconds), not at the 26-minute timeout

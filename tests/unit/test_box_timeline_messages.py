@@ -2,6 +2,8 @@
 pod held by its wait-for-jobs or wait-for-workers init container before the scheduler binds it (the report said
 ``on None``), and a Workload Kueue has not evaluated yet (``QuotaReserved=Unknown (Pending: )``)."""
 
+import pytest
+
 from stacks.box.rehearse import HELD
 from stacks.box.timeline import pending_reason, workload_state
 
@@ -199,3 +201,73 @@ def test_a_job_in_its_back_off_is_named_with_the_failures_its_policy_ignored() -
     assert counted[0].startswith("training/train: 1 pod(s) failed, of the 3 the Job allows; the next starts after")
     assert retrying(Box([pod("a", [JOB_TRACKING])], {}), applied) == []
     assert retrying(Box([pod("a")], {"active": 1}), applied) == []
+
+
+def test_a_failed_job_is_reported_with_its_reason(monkeypatch, tmp_path) -> None:
+    """A Job ended by its deadline is reported as ``Failed (DeadlineExceeded)`` (the reason of its Failed condition),
+    not a bare ``Failed``; a succeeded one is not given its condition's reason."""
+    from stacks.box import jobs, rehearse
+    from stacks.box.timeline import Recorder, report
+
+    class Box:
+        home = tmp_path
+
+        def get(self, kind: str, *args: str) -> dict:
+            return {"items": listed if kind == "jobs" else []}
+
+    def job(name: str, kind: str, reason: str) -> dict:
+        return {
+            "kind": "Job",
+            "metadata": {"name": name},
+            "status": {"conditions": [{"type": kind, "status": "True", "reason": reason}]},
+        }
+
+    listed = [job("train", "Failed", "DeadlineExceeded"), job("stage", "Complete", "CompletionsReached")]
+    monkeypatch.setattr(jobs, "crd_established", lambda box, crd: False)  # no MPIJob CRD
+    run = rehearse.Rehearsal(Box(), [])
+    jobs.watch_jobs(run.box, run.jobs, run.start, run.start_wall, run.note)
+    assert run.jobs["train"]["outcome"] == "Failed" and run.jobs["train"]["reason"] == "DeadlineExceeded"
+    assert "reason" not in run.jobs["stage"]
+    run.jobs["later"] = {"kind": "Job"}
+    text = report(run, Recorder(run.box, run.start))
+    assert "  train (Job): Failed (DeadlineExceeded), started" in text, text
+    assert "  stage (Job): Complete, started" in text, text
+    assert "  later (Job): not finished, started -" in text, text
+    assert any(e.text == "Job train: Failed (DeadlineExceeded)" for e in run.events), run.events
+
+
+def test_the_run_records_the_failure_that_stopped_it(monkeypatch, tmp_path) -> None:
+    """The provider's wait reports a failed awaited job before a pass records it (``is_ready`` raises first): the
+    run looks at the jobs once more as it ends, so the report says ``Failed``, not ``not finished``."""
+    from stacks.box import jobs, rehearse
+
+    class Box:
+        home = tmp_path
+
+        def get(self, kind: str, *args: str) -> dict:
+            failed = {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}
+            return {"items": [{"kind": "Job", "metadata": {"name": "nccl"}, "status": {"conditions": [failed]}}]}
+
+    class Awaiter:
+        def close(self) -> None:
+            pass
+
+    def stopped(*args, **kwargs) -> None:
+        raise rehearse.RehearsalError("nccl failed (pulumi up stops here)")
+
+    class Changes:
+        def __init__(self, *args) -> None:
+            pass
+
+        open = close = lambda self: None
+
+    monkeypatch.setattr(jobs, "crd_established", lambda box, crd: False)
+    monkeypatch.setattr(rehearse, "Changes", Changes)
+    monkeypatch.setattr(rehearse, "record_started", lambda changes, pods: None)
+    run = rehearse.Rehearsal(Box(), [])
+    run.box.api = None
+    run.awaiter = Awaiter()
+    monkeypatch.setattr(run, "_run", stopped)
+    with pytest.raises(rehearse.RehearsalError):
+        run.run({})
+    assert (run.jobs["nccl"]["outcome"], run.jobs["nccl"]["reason"]) == ("Failed", "BackoffLimitExceeded")
