@@ -27,10 +27,12 @@ from stacks.plan.group_changes import resized_groups
 from stacks.plan.unread import unread_entries
 from stacks.preflight import check
 from stacks.preflight.cluster import desired_sizes_now, eks_defaults, running_cluster
-from stacks.stackfile import stray_top_level_keys
+from stacks.stackfile import secret_problem, secret_settings, stray_top_level_keys
 from stacks.workloads import build_workloads
 
 settings = all_config()
+if secret := secret_settings(settings, pulumi.runtime.is_config_secret):
+    raise ConfigError([secret_problem(secret, offline=False)])  # plain text in the state otherwise: nothing registered
 if stray := stray_top_level_keys(Path(pulumi.get_root_directory() or Path.cwd()), pulumi.get_stack(), settings):
     raise ConfigError(stray)  # keys Pulumi ignores in the stack file: nothing registered
 config = load_config(pulumi.get_project(), pulumi.get_stack(), settings)  # ConfigError: nothing registered

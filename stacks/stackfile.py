@@ -75,6 +75,28 @@ STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "
 SECRET_SETTINGS = tuple(f"aws:{k}" for k in (*STATIC_KEYS, WEB_IDENTITY_KEY))
 
 
+def secret_problem(found: list[str], *, offline: bool) -> str:
+    """The one message for settings held as secrets (``found``: their keys or paths) that the program reads: it would
+    write them into the cluster's objects and the stack's state as plain text. ``offline``: said by a command-line
+    tool, which cannot decrypt them either."""
+    unread = (
+        "; only `pulumi up` and `pulumi preview` decrypt a secret, so this command cannot read it either"
+        if offline
+        else ""
+    )
+    return (
+        f"{', '.join(found)}: a secret (pulumi config set --secret), but the program writes this setting as plain text "
+        "into the cluster's objects and the stack's state, so it would not stay secret (a job's env is plain text in "
+        f"its pod: no token or password there){unread}: set it without --secret (pulumi config set KEY VALUE)"
+    )
+
+
+def secret_settings(settings: Mapping[str, Any], is_secret: Callable[[str], bool]) -> list[str]:
+    """The program's own settings (``eks-training:``) that Pulumi holds as secrets (``is_secret``:
+    :func:`pulumi.runtime.is_config_secret`): the program reads them as plain text."""
+    return sorted(k for k in settings if k.startswith(f"{NAMESPACE}:") and is_secret(k))
+
+
 #: YAML 1.1 tags a plain scalar is never read as here: dates stay strings; `=` ("value") has no constructor in a safe
 #: loader, and a plain `=` is a string in YAML 1.2.
 _NOT_RESOLVED = ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value")
@@ -302,11 +324,7 @@ def read_stack_config(stack: str, stack_file: Optional[Path] = None) -> tuple[Pa
         )
     found = [w for k, v in (config or {}).items() if k not in SECRET_SETTINGS for w in secret_paths(v, str(k))]
     if found:
-        raise StackFileError(
-            f"{path}: {', '.join(found)}: a secret (pulumi config set --secret), which only `pulumi up` and "
-            "`pulumi preview` decrypt, so this command cannot read it; the setting holds nothing secret: set it as "
-            "plain text (pulumi config set without --secret)"
-        )
+        raise StackFileError(f"{path}: {secret_problem(found, offline=True)}")
     return path, {**project_config(path.parent / "Pulumi.yaml"), **(config or {})}
 
 

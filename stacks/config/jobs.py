@@ -176,7 +176,8 @@ class JobConfig(Model):
     launcher_command: Optional[list[str]] = Field(default=None, min_length=1)
     """mpi: a command the launcher runs with mpirun ... appended (e.g. a parser of the output)."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Environment variables of the pods; the program's own (OUTPUT_DIR, DATA_DIR, JOB_NAME...) are reserved."""
+    """Environment variables of the pods, plain text in their spec (no tokens or passwords); the program's own
+    (OUTPUT_DIR, DATA_DIR, JOB_NAME...) are reserved."""
     code: Optional[str] = None
     """The job's program, downloaded into /workspace (its working folder) before it starts: a folder of the project
     relative to the folder of Pulumi.yaml and the stack file (./src), zipped and uploaded content-addressed to a

@@ -7,7 +7,7 @@ import runpy
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 import pulumi
 from pulumi.runtime import mocks as pmocks
@@ -93,16 +93,18 @@ def evaluate(
     project: str = PROJECT,
     project_dir: Path = REPO,
     replaced: Optional[Callable[[str, str], bool]] = None,
+    secret_keys: Sequence[str] = (),
 ) -> Evaluation:
     """Evaluate ``main`` for ``stack`` with ``config`` (the configuration ``pulumi up`` would pass: keys
     ``<namespace>:<key>``) under the mocks; ``project`` is the Pulumi project's name, ``project_dir`` the folder the
     program runs in (that of its Pulumi.yaml, where the folders a stack names are: image contexts, code). The program
     raising fails the call unless ``expect_error`` (then it is :attr:`Evaluation.error`). In a preview, ``replaced``
-    (type, name) picks the resources an update would replace: only theirs are unknown (:class:`TrainingMocks`)."""
+    (type, name) picks the resources an update would replace: only theirs are unknown (:class:`TrainingMocks`).
+    ``secret_keys``: the settings Pulumi holds as secrets (``pulumi config set --secret``)."""
     _no_stack_traces()
     cfg = dict(config)
     # the configuration the program sees, as `pulumi up` passes it (strings, objects as JSON)
-    pulumi.runtime.set_all_config({k: as_passed(v) for k, v in cfg.items()}, [])
+    pulumi.runtime.set_all_config({k: as_passed(v) for k, v in cfg.items()}, list(secret_keys))
     mocks = TrainingMocks(
         preview, str(cfg.get("aws:region", REGION)), f"{ORGANIZATION}/{project}/{stack}", replaced if preview else None
     )

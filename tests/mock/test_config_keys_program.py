@@ -98,3 +98,24 @@ def test_a_provider_setting_nothing_reads_is_refused(written: dict[str, Any], me
 
 
 # --- messages that name the fix ---------------------------------------------------------------------------------
+
+
+def test_a_setting_held_as_a_secret_is_refused_before_anything_is_registered() -> None:
+    """``pulumi config set --secret --path 'eks-training:jobs.train.env.TOKEN'`` makes the whole setting a secret. The
+    program reads it as plain text: the token would be in the pod spec and the stack's state in the clear. Refused,
+    before anything is registered; an AWS credential held as a secret (the provider's own) passes."""
+    from stacks.mocked import evaluate
+
+    cfg = {**stack_config("dev"), f"{PROJECT}:preflight": {"enabled": False}}
+    ev = evaluate("dev", cfg, secret_keys=[f"{PROJECT}:jobs", "aws:secretKey"], expect_error=True)
+    assert isinstance(ev.error, ConfigError), ev.error
+    assert ev.error.problems == [
+        f"{PROJECT}:jobs: a secret (pulumi config set --secret), but the program writes this setting as plain text "
+        "into the cluster's objects and the stack's state, so it would not stay secret (a job's env is plain text in "
+        "its pod: no token or password there): set it without --secret (pulumi config set KEY VALUE)"
+    ], ev.error.problems
+    assert ev.registrations == []
+    control = evaluate(
+        "dev", {**cfg, "aws:secretKey": "SECRET", "aws:accessKey": "AKIA"}, secret_keys=["aws:secretKey"]
+    )
+    assert control.error is None and control.registrations

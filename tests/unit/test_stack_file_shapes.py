@@ -56,8 +56,10 @@ CASES = [
     (
         "a secret the command must read",
         "config:\n  aws:region: us-east-1\n" + GROUP + "  eks-training:tags:\n    team:\n      secure: v1:abc\n",
-        "eks-training:tags.team: a secret (pulumi config set --secret), which only `pulumi up` and `pulumi preview` "
-        "decrypt, so this command cannot read it",
+        "eks-training:tags.team: a secret (pulumi config set --secret), but the program writes this setting as plain "
+        "text into the cluster's objects and the stack's state, so it would not stay secret (a job's env is plain "
+        "text in its pod: no token or password there); only `pulumi up` and `pulumi preview` decrypt a secret, so "
+        "this command cannot read it either: set it without --secret (pulumi config set KEY VALUE)",
     ),
     (
         "config misspelt",
