@@ -50,7 +50,9 @@ class DatasetStaging:
         dest = Path(self.host_path(ds.data_dir, self.repo, self.work))
         if name in self.datasets:
             given = self.datasets[name].resolve()
-            target = self.dataset_target(name, given, ds.config.source)
+            # a dataset written without `source` is CIFAR-10: a refusal then says where a user's own data goes
+            unset = "source" not in ds.config.model_fields_set
+            target = self.dataset_target(name, given, ds.config.source, source_unset=unset)
             dest.parent.mkdir(parents=True, exist_ok=True)
             if dest.is_symlink() and dest.resolve() == target:
                 self.say(f"dataset {name}: {given} (given)")
@@ -112,9 +114,10 @@ class DatasetStaging:
             return (target / CIFAR10_FOLDER).resolve()
         return target
 
-    def dataset_target(self, name: str, given: Path, source: str) -> Path:
+    def dataset_target(self, name: str, given: Path, source: str, *, source_unset: bool = False) -> Path:
         """The folder ``--dataset NAME=PATH`` stands for, checked: CIFAR-10 (the default source) needs its python
-        batches, in PATH/cifar-10-batches-py/ or in PATH itself; any other dataset a folder that is not empty."""
+        batches, in PATH/cifar-10-batches-py/ or in PATH itself; any other dataset a folder that is not empty.
+        ``source_unset``: the stack file gives the dataset no ``source`` (so it is CIFAR-10)."""
         if not given.is_dir():
             raise LocalRunError(f"--dataset {name}={given}: not a folder; give {dataset_layout(source)}")
         if source != CIFAR10_URL:
@@ -133,7 +136,15 @@ class DatasetStaging:
                     return holder.resolve()
                 return given
         missing = [f for f in CIFAR10_FILES if not (given / CIFAR10_FOLDER / f).is_file()]
-        raise LocalRunError(f"--dataset {name}={given}: {', '.join(missing)} missing; give {dataset_layout(source)}")
+        own = (
+            f". datasets.{name} has no source, so it is CIFAR-10: for your own data, set datasets.{name}.source to "
+            "its tarball (s3:// or https://)"
+            if source_unset
+            else ""
+        )
+        raise LocalRunError(
+            f"--dataset {name}={given}: {', '.join(missing)} missing; give {dataset_layout(source)}{own}"
+        )
 
 
 __all__ = ["DatasetStaging", "dataset_layout"]

@@ -219,10 +219,11 @@ def test_the_dataset_folder_is_checked_and_a_staged_copy_is_not_in_the_way(tmp_p
     empty.mkdir()
     with pytest.raises(LocalRunError) as refused:
         LocalRunner(**{**runner.__dict__, "datasets": {"cifar10": empty}}).stage("cifar10")
-    assert (
-        str(refused.value)
-        == f"--dataset cifar10={empty}: {', '.join(CIFAR10_FILES)} missing; give {dataset_layout(CIFAR10_URL)}"
-    )
+    assert str(refused.value) == (
+        f"--dataset cifar10={empty}: {', '.join(CIFAR10_FILES)} missing; give {dataset_layout(CIFAR10_URL)}. "
+        "datasets.cifar10 has no source, so it is CIFAR-10: for your own data, set datasets.cifar10.source to its "
+        "tarball (s3:// or https://)"
+    )  # dev's `cifar10: {}`: a user's `mydata: {}` is CIFAR-10 too, which the message says
     staged = tmp_path / "work" / "shared" / "datasets" / "cifar10"
     (staged / ".download.part").parent.mkdir(parents=True)
     (staged / ".download.part").write_text("half")  # a staging cut short
