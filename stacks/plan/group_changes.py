@@ -3,19 +3,17 @@ group replaced, rolled (a new minor, AMI release or launch template), updated in
 alone, one added or deleted, with the notes a roll or new sizes need, and the jobs each roll or deletion stops
 (:mod:`stacks.plan.job_stops`). :func:`stacks.plan.upgrade.compare` puts them in the upgrade summary."""
 
-import re
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple, Optional
+from typing import Mapping, NamedTuple, Optional
 
 from components.catalog.platform import NODE_UPDATE_STRATEGIES, NodeUpdateStrategy
 from components.catalog.timings import CREATION
 from components.nodeplan import roll_minutes
-from stacks.config import key
 from stacks.plan import NodeGroupPlan, Plan, jobs_waiting_for, same_cluster
 from stacks.plan.admission import autoscales
+from stacks.plan.ami_pins import first_pin_notes, first_pin_unseen, release_moves, running_release
+from stacks.plan.group_diff import replacing, template_changes
 from stacks.plan.job_stops import JobStop, job_stops
-from stacks.plan.nodes import recorded_release
-from stacks.plan.templates import recorded_digest, template_digest
 
 
 class RollSurge(NamedTuple):
@@ -59,7 +57,7 @@ class GroupChange:
     """``nodes`` is the most it may run: its ``maxSize``, where the cluster autoscaler owns its size."""
     maybe: bool = False
     """A ``roll`` that may not happen: its one reason is a first pin whose release the nodes may run already
-    (:func:`first_pin_unseen`). Counted in the expected duration all the same."""
+    (:func:`stacks.plan.ami_pins.first_pin_unseen`). Counted in the expected duration all the same."""
     node_update: NodeUpdateStrategy = NODE_UPDATE_STRATEGIES["DEFAULT"]
     """How EKS rolls the nodes (``updateConfig.updateStrategy`` of the new configuration)."""
     no_surge: Optional[str] = None
@@ -76,45 +74,6 @@ class GroupChange:
         if self.action in ("replace", "add"):
             return CREATION["aws:eks/nodeGroup:NodeGroup"].minutes
         return 0.0
-
-
-def _launch_template(plan: Plan, g: NodeGroupPlan) -> dict[str, Any]:
-    """The settings of a group that its launch template carries (:func:`stacks.plan.templates.launch_template`): a
-    change is a new version (source key ``tf-launch-template-version``), and the nodes roll."""
-    return {
-        "root volume size": g.disk_size_gib,
-        "EFA interfaces": g.profile.efa_interfaces,
-        "capacity reservation": g.capacity_reservation_id,
-        "host setup": [r.name for r in plan.host_requirements(g.name)],
-        "instance tags": ", ".join(f"{k}={v}" for k, v in sorted(plan.config.tags.items())) or "none",
-    }
-
-
-def _template_changes(
-    old_plan: Plan, new_plan: Plan, old: NodeGroupPlan, new: NodeGroupPlan, recorded: Optional[Mapping[str, object]]
-) -> list[str]:
-    """What changes a group's launch template: its settings in the stack file, else this version of the project, where
-    the last update's record (``recorded``) holds another digest than the recorded configuration has under it."""
-    lt_old, lt_new = _launch_template(old_plan, old), _launch_template(new_plan, new)
-    out = [f"launch template: {k} {lt_old[k]} -> {lt_new[k]}" for k in lt_old if lt_old[k] != lt_new[k]]
-    deployed = recorded_digest(recorded, new)
-    if not out and deployed not in (None, template_digest(old_plan, old), template_digest(new_plan, new)):
-        out.append("launch template: this version of the project changes it")
-    return out
-
-
-def _replacing(old: NodeGroupPlan, new: NodeGroupPlan) -> list[str]:
-    """What makes a new group: EKS updates none of these in place (source key ``eks-update-nodegroup``)."""
-    out = []
-    if old.instance_types != new.instance_types:
-        out.append(f"instance types {', '.join(old.instance_types)} -> {', '.join(new.instance_types)}")
-    if old.capacity_type != new.capacity_type:
-        out.append(f"capacity type {old.capacity_type} -> {new.capacity_type}")
-    if old.profile.ami_type != new.profile.ami_type:
-        out.append(f"AMI type {old.profile.ami_type} -> {new.profile.ami_type}")
-    if (old.zone, old.subnet_id) != (new.zone, new.subnet_id):
-        out.append(f"zone {old.zone or old.subnet_id or 'every zone'} -> {new.zone or new.subnet_id or 'every zone'}")
-    return out
 
 
 @dataclass(frozen=True)
@@ -153,7 +112,7 @@ def outgoing_groups(old_plan: Plan, new_plan: Plan) -> list[OutgoingGroup]:
     out = []
     for was in old_plan.all_groups:
         now = new_groups.get(was.name)
-        if now is not None and not renamed and not _replacing(was, now):
+        if now is not None and not renamed and not replacing(was, now):
             continue
         nodes = running_nodes(old_plan, was)
         out.append(OutgoingGroup(was, "removed" if now is None else "replaced", nodes, sized_by))
@@ -230,7 +189,8 @@ def _rolling(
     recorded: Optional[Mapping[str, object]] = None,
 ) -> list[str]:
     """What rolls a group's nodes: the Kubernetes minor, a pinned AMI release other than the one it runs
-    (:func:`_running_release`), its launch template (:func:`_template_changes`)."""
+    (:func:`stacks.plan.ami_pins.running_release`), its launch template
+    (:func:`stacks.plan.group_diff.template_changes`)."""
     out = []
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     if a != b:
@@ -241,104 +201,14 @@ def _rolling(
             f"AMI release pinned to {new.ami.release_version}: its nodes roll unless they run it already (which "
             "release they run is not recorded here)"
         )
-    elif _release_moves(old, new, recorded):
-        out.append(f"AMI release {_running_release(old, recorded)} -> {new.ami.release_version}")
-    template = _template_changes(old_plan, new_plan, old, new, recorded)
+    elif release_moves(old, new, recorded):
+        out.append(f"AMI release {running_release(old, recorded)} -> {new.ami.release_version}")
+    template = template_changes(old_plan, new_plan, old, new, recorded)
     if template and not out:
         # the provider sends releaseVersion only when it changed, and EKS then takes its newest release for the
         # group's minor (source keys ``tf-eks-node-group-release-version``, ``eks-update-nodegroup-release``)
         template.append(f"AMI release -> EKS's newest for {b}")
     return out + template
-
-
-def _running_release(old: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None) -> str:
-    """The AMI release a group runs: the last update's record of it, as EKS reported it (``recorded``), else the old
-    plan's (its pin, or for a group without one the release a new group would start on, which EKS may have moved
-    past)."""
-    return recorded_release(recorded, old.path) or old.ami.release_version
-
-
-def first_pin_unseen(old: NodeGroupPlan, new: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None) -> bool:
-    """A group pinned for the first time whose running release nobody recorded (``plan --from``, or a record older
-    than the releases' entries): its nodes run the release EKS had newest when the group was created or last updated,
-    which may be the pin or not, so whether they roll is not known here."""
-    return new.ami.pinned and not old.ami.pinned and recorded_release(recorded, old.path) is None
-
-
-def _release_moves(old: NodeGroupPlan, new: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None) -> bool:
-    """The group's ``amiRelease`` pins a release other than the one it runs (:func:`_running_release`): the provider
-    compares the pin with the release in its state, EKS's, and sends it."""
-    return new.ami.pinned and _running_release(old, recorded) != new.ami.release_version
-
-
-def _release_key(release: str) -> Optional[tuple[tuple[int, ...], str]]:
-    """An EKS AMI release (``1.36.2-20260714``) in the order EKS makes them: Kubernetes patch, then build date; None
-    for a release not of that form."""
-    match = re.fullmatch(r"(?:(\d+(?:\.\d+)*)-)?v?(\d{8})", release)
-    if match is None:
-        return None
-    return tuple(int(p) for p in (match.group(1) or "").split(".") if p), match.group(2)
-
-
-def _pin_key(plan: Plan, g: NodeGroupPlan) -> str:
-    """The key that pins ``g``'s AMI release: its own ``amiRelease``, else ``cluster.amiRelease``."""
-    own = (
-        plan.config.system_node_group.ami_release
-        if g.path == "systemNodeGroup"
-        else plan.config.node_groups[g.name].ami_release
-    )
-    return key(f"{g.path}.amiRelease" if own is not None else "cluster.amiRelease")
-
-
-def pinned_release_problems(
-    old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None
-) -> list[str]:
-    """A group whose ``amiRelease`` pins the release it runs while its launch template changes: EKS would take its
-    newest release (:func:`_rolling`), and refuse every later update, which asks it to go back; a pin older than the
-    release the group runs, which EKS refuses too (source key ``eks-update-nodegroup-release``). ``recorded``: the
-    last update's record, for what this version changes and the release each group runs (:func:`_running_release`;
-    without it, a group without a pin is not known to run one)."""
-    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
-    old_groups = {g.name: g for g in old_plan.all_groups}
-    problems = []
-    for g in new_plan.all_groups:
-        was = old_groups.get(g.name)
-        if was is None or _replacing(was, g):
-            continue
-        known = was.ami.pinned or recorded_release(recorded, was.path) is not None
-        if known and _release_moves(was, g, recorded):
-            runs = _running_release(was, recorded)
-            new_key, old_key = _release_key(g.ami.release_version), _release_key(runs)
-            if new_key is not None and old_key is not None and new_key < old_key:
-                problems.append(
-                    f"{_pin_key(new_plan, g)}: {g.ami.release_version} is older than the release {g.path} runs, "
-                    f"{runs}; EKS cannot roll a node group back to an earlier AMI release. Keep {runs} or set a "
-                    "newer one"
-                )
-            continue
-        if not g.ami.pinned or a != b or _release_moves(was, g, recorded) or first_pin_unseen(was, g, recorded):
-            continue  # a first pin: its nodes may run another release, which the pin moves (first_pin_notes)
-        changes = _template_changes(old_plan, new_plan, was, g, recorded)
-        if not changes:
-            continue
-        pin = _pin_key(new_plan, g)
-        what = "; ".join(c.removeprefix("launch template: ") for c in changes)
-        # an active Capacity Block's group ignores the change (TrainingNodeGroup._ignored_changes) until it is at 0
-        # nodes, and then takes it without the release all the same: the refusal holds there too
-        when = (
-            " (on its Capacity Block, once the group is at 0 nodes: while the block is active it keeps the change "
-            "for later)"
-            if g.capacity_type == "CAPACITY_BLOCK"
-            else ""
-        )
-        problems.append(
-            f"{pin}: pins {g.path} to AMI release {g.ami.release_version}, and this update changes its launch "
-            f"template ({what}) but not its release. EKS would then move its nodes to its newest release for {b}"
-            f"{when}, and refuse every later `pulumi up`, which asks it to go back to {g.ami.release_version}. Set "
-            f"{pin} to a newer release in this same update, or remove it (the group then takes EKS's newest release "
-            "and keeps it)"
-        )
-    return problems
 
 
 def group_change(
@@ -355,7 +225,7 @@ def group_change(
     with the notes its roll needs (``recorded``: the last update's record of what it installed; ``replaced``: the jobs
     whose object the update replaces; ``budgets_late``: the jobs' budgets change only after the system group's update,
     so a roll runs under the old ones)."""
-    replace_why = _replacing(was, g)
+    replace_why = replacing(was, g)
     if replace_why:
         return _replaced_group(old_plan, new_plan, was, g, replace_why, replaced, recorded), []
     sizes = _size_notes(old_plan, new_plan, was, g)
@@ -429,7 +299,8 @@ def _replaced_group(
     replaced: frozenset[str],
     recorded: Optional[Mapping[str, object]],
 ) -> GroupChange:
-    """A group EKS cannot update in place (:func:`_replacing`): a new group first, then the old one deleted."""
+    """A group EKS cannot update in place (:func:`stacks.plan.group_diff.replacing`): a new group first, then the old
+    one deleted."""
     # the old group's nodes are deleted once the new group is up: its jobs stop whatever the budget
     jobs = job_stops(old_plan, new_plan, g.name, "delete", replaced=replaced, recorded=recorded)
     return GroupChange(
@@ -515,7 +386,7 @@ def _roll_notes(
     """What a roll (``change``) needs said: a first pin's risk, strategies that move only after it, a Capacity
     Block's wait."""
     strategy, rolls_under = change.strategy, change.node_update
-    notes = _first_pin_notes(old_plan, new_plan, was, g, recorded)
+    notes = first_pin_notes(old_plan, new_plan, was, g, recorded)
     if strategy != g.update_strategy:
         notes.append(
             f"{g.path}: its updateStrategy moves {strategy} -> {g.update_strategy} in the same `pulumi up` as the "
@@ -537,24 +408,6 @@ def _roll_notes(
     if g.capacity_type == "CAPACITY_BLOCK":
         notes.append(_capacity_block_note(old_plan, new_plan, g))
     return notes
-
-
-def _first_pin_notes(
-    old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan, recorded: Optional[Mapping[str, object]]
-) -> list[str]:
-    """A first pin beside a launch template change, the release the nodes run unknown (:func:`first_pin_unseen`):
-    the provider sends the pin with the new template where the nodes run another release; where they run the pin
-    already it sends the template alone, and EKS takes its newest release (:func:`pinned_release_problems`)."""
-    if not first_pin_unseen(was, g, recorded) or old_plan.config.cluster.kubernetes_version != (
-        minor := new_plan.config.cluster.kubernetes_version
-    ):
-        return []
-    if not _template_changes(old_plan, new_plan, was, g, recorded):
-        return []
-    return [
-        f"{g.path}: if its nodes run {g.ami.release_version} already, its launch template change moves them to EKS's "
-        f"newest release for {minor}, and the next `pulumi up` refuses the pin: then raise {_pin_key(new_plan, g)}"
-    ]
 
 
 def resized_under_autoscaler(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan) -> bool:
@@ -585,7 +438,7 @@ def resized_groups(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
         g.name
         for g in new_plan.all_groups
         if (was := old.get(g.name)) is not None
-        and not _replacing(was, g)
+        and not replacing(was, g)
         and resized_under_autoscaler(old_plan, new_plan, was, g)
     )
 
@@ -651,21 +504,6 @@ def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroup
         "it outside the new sizes): then run this update as `pulumi up --refresh`, which reads it first"
     )
     return [note]
-
-
-def unseen_release_notes(was: NodeGroupPlan, g: NodeGroupPlan) -> list[str]:
-    """A group pinned for the first time, compared with a stack file (``plan --from``), which holds no record of the
-    release its nodes run (:func:`first_pin_unseen`). ``pulumi up`` reads that release from the last update's
-    record, where it holds one."""
-    if not g.ami.pinned or was.ami.pinned:
-        return []
-    return [
-        f"{g.path}: its nodes run the AMI release EKS had newest when the group was created or last updated, which "
-        f"may be other than {was.ami.release_version} (the one this version of the project knows newest) and which "
-        "this comparison cannot see: the pin rolls nodes on an older release, and `pulumi up` refuses it for nodes "
-        "on a newer one. `pulumi preview` reads the release they run where the last update recorded it; `aws eks "
-        "describe-nodegroup` shows it (releaseVersion)"
-    ]
 
 
 def _capacity_block_note(old_plan: Plan, new_plan: Plan, g: NodeGroupPlan) -> str:

@@ -22,6 +22,7 @@ from stacks.config import ConfigError, key
 from stacks.plan import NodeGroupPlan, Plan, same_cluster
 from stacks.plan.addon_changes import AddonChange, addon_changes, addon_notes, addon_step_problems, held_addon_notes
 from stacks.plan.admission import placement_of
+from stacks.plan.ami_pins import pinned_release_problems, unseen_release_notes
 from stacks.plan.flavor_change import flavor_problems
 from stacks.plan.group_changes import (
     GroupChange,
@@ -31,8 +32,6 @@ from stacks.plan.group_changes import (
     deleted_group,
     group_change,
     outgoing_notes,
-    pinned_release_problems,
-    unseen_release_notes,
 )
 from stacks.plan.job_changes import (
     NEW_DATA_RERUN,
