@@ -79,15 +79,17 @@ def secret_problem(found: list[str], *, offline: bool) -> str:
     """The one message for settings held as secrets (``found``: their keys or paths) that the program reads: it would
     write them into the cluster's objects and the stack's state as plain text. ``offline``: said by a command-line
     tool, which cannot decrypt them either."""
-    unread = (
-        "; only `pulumi up` and `pulumi preview` decrypt a secret, so this command cannot read it either"
+    fix = (
+        "; only `pulumi up` and `pulumi preview` decrypt a secret, so this command cannot read it either: set it "
+        "without --secret (pulumi config set KEY VALUE)"
         if offline
-        else ""
+        else ": set it without --secret. With --path, one secret value makes its whole setting secret: set that value "
+        "again without --secret (pulumi config set --path KEY.PATH VALUE); `python -m stacks plan` names its path"
     )
     return (
         f"{', '.join(found)}: a secret (pulumi config set --secret), but the program writes this setting as plain text "
         "into the cluster's objects and the stack's state, so it would not stay secret (a job's env is plain text in "
-        f"its pod: no token or password there){unread}: set it without --secret (pulumi config set KEY VALUE)"
+        f"its pod: no token or password there){fix}"
     )
 
 

@@ -11,14 +11,12 @@ Why: docs/explanation/box.md, "The run"."""
 
 from __future__ import annotations
 
-import http.client
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from components.workloads.job_objects import MPIJOB_CRD
-from stacks.box.api import BoxError
 from stacks.box.apply import Refusal, apply_steps
 from stacks.box.awaits import Awaiter
 from stacks.box.cluster import Box
@@ -154,15 +152,22 @@ class Rehearsal:
             self.awaiter = Awaiter(binaries["pulumi-await"])
         self._pod_changes = Changes(self.box.api, "pods")
         self._pod_changes.open()
+        interrupted = False
         try:
             self._run(binaries, todo, deadline, timeout_s, stuck)
+        except KeyboardInterrupt:
+            interrupted = True  # stop now: no last look at a box that may take a minute to answer
+            raise
         finally:
-            self._last_look()
-            self.awaiter.close()
-            self.awaiter = None
-            record_started(self._pod_changes, self.pods)
-            self._pod_changes.close()
-            self._pod_changes = None
+            try:
+                if not interrupted:
+                    self._last_look()
+            finally:
+                self.awaiter.close()
+                self.awaiter = None
+                record_started(self._pod_changes, self.pods)
+                self._pod_changes.close()
+                self._pod_changes = None
         self.note("every job completed" if self.jobs else "every object is ready (the stack has no jobs)")
 
     def _run(
@@ -198,8 +203,8 @@ class Rehearsal:
         the provider's wait reports before a pass records it) is then in the report, not ``not finished``."""
         try:
             watch_jobs(self.box, self.jobs, self.start, self.start_wall, self.note)
-        except (BoxError, OSError, http.client.HTTPException):
-            pass  # the box is gone or stopping: the report keeps what the passes saw
+        except Exception:  # noqa: BLE001 - the box gone or stopping: the report keeps what the passes saw, and the
+            pass  # run's own error stands
 
     def _apply(self, steps: Sequence[Step]) -> None:
         """:func:`stacks.box.apply.apply_steps`, its time the box's work: steps already waiting are not charged."""

@@ -112,7 +112,9 @@ def test_a_setting_held_as_a_secret_is_refused_before_anything_is_registered() -
     assert ev.error.problems == [
         f"{PROJECT}:jobs: a secret (pulumi config set --secret), but the program writes this setting as plain text "
         "into the cluster's objects and the stack's state, so it would not stay secret (a job's env is plain text in "
-        "its pod: no token or password there): set it without --secret (pulumi config set KEY VALUE)"
+        "its pod: no token or password there): set it without --secret. With --path, one secret value makes its whole "
+        "setting secret: set that value again without --secret (pulumi config set --path KEY.PATH VALUE); `python -m "
+        "stacks plan` names its path"
     ], ev.error.problems
     assert ev.registrations == []
     control = evaluate(
