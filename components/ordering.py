@@ -14,7 +14,9 @@ def ordered_after(value: pulumi.Output[T], *dependencies: pulumi.Input[Any]) -> 
     """``value`` once ``dependencies`` have resolved, carrying their resources: a resource that takes it is created
     after them and deleted before them, and a dependency that fails (an ``apply`` that raises) fails it too. Unlike
     ``Output.all(value, *dependencies)``, it is known whenever ``value`` is: a preview that replaces one of them does
-    not show it unknown, nor the resource that takes it replaced."""
+    not show it unknown. One deleted before it is replaced (a Job) still replaces the resource that takes it: the
+    engine diffs that input as unknown. Order after such a one by ``depends_on``
+    (:func:`components.workloads.pods.created_after`)."""
     after = [pulumi.Output.from_input(d) for d in dependencies]
 
     async def resources() -> set[pulumi.Resource]:

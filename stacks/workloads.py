@@ -480,7 +480,9 @@ def _job(
     after.append(queue_name)
     if job.dataset:
         ds = plan.datasets[job.dataset]
-        # an imported dataset can be read once the file system's data is ready; a staged one once its Job completed
+        # an imported dataset can be read once the file system's data is ready; a staged one once its Job completed.
+        # An input, not only an order: a staging made again (another source, into the folder the job reads) replaces
+        # the job first (tests/mock/test_replacement_cascade.py)
         spec["data_dir"] = _ready(target, ds.data_dir) if ds.imported else out.staging[job.dataset].data_dir
     if job.code_folder is not None:
         assert out.code is not None

@@ -87,7 +87,7 @@ def indexed_job(
     job = k8s.batch.v1.Job(
         f"{name}-job",
         metadata={
-            "name": created_after(spec, spec["job_name"], identity.waits),
+            "name": spec["job_name"],
             "namespace": spec["namespace"],
             "labels": {**labels, **queue},
             "annotations": await_annotations(BATCH_JOB, bool(wait)),
@@ -104,7 +104,7 @@ def indexed_job(
         },
         opts=pulumi.ResourceOptions(
             parent=parent,
-            depends_on=[service],
+            depends_on=[service, created_after(spec, identity.waits)],
             delete_before_replace=True,
             custom_timeouts=await_timeouts(waits_s, grace_s),
             ignore_changes=["spec", "metadata"] if run_once else ([BATCH_JOB.suspend] if queue else None),

@@ -319,14 +319,11 @@ class MpiJob(pulumi.ComponentResource):
             ),
             grace_s=shape.grace_s,
         )
+        after = spec.get("after") or []
         return MpiJobObject(
             f"{name}-mpijob",
             metadata={
-                "name": created_after(
-                    {**spec, "after": [*(spec.get("after") or []), args["operator_ready"]]},
-                    shape.job_name,
-                    identity.waits,
-                ),
+                "name": shape.job_name,
                 "namespace": spec["namespace"],
                 "labels": {**shape.labels, **shape.queue},
                 "annotations": annotations,
@@ -334,6 +331,7 @@ class MpiJob(pulumi.ComponentResource):
             spec=mpi_spec,
             opts=pulumi.ResourceOptions(
                 parent=self,
+                depends_on=[created_after({**spec, "after": [*after, args["operator_ready"]]}, identity.waits)],
                 delete_before_replace=True,
                 custom_timeouts=await_timeouts(waits_s, shape.grace_s),
                 ignore_changes=[MPI_JOB.suspend] if shape.queue else None,

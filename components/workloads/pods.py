@@ -3,14 +3,13 @@
 created."""
 
 import re
-from typing import Any, Mapping, Sequence, TypedDict
+from typing import Any, Mapping, Sequence, TypedDict, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog import IMAGES
 from components.conventions import IMAGE_PULL_POLICY, SHARED_MOUNT, TRAINING_IMAGE_UID
-from components.ordering import ordered_after
 from components.quantities import mebibytes, mebibytes_of, millicores
 from components.workloads.spec import JobSpec, WorkerPlacement, stop_grace_seconds, variable_references
 
@@ -216,12 +215,15 @@ def _defined_first(env: Mapping[str, pulumi.Input[str]]) -> list[str]:
     return order
 
 
-def created_after(spec: JobSpec, name: pulumi.Input[str], extra: Sequence[pulumi.Resource] = ()) -> pulumi.Output[str]:
-    """``name`` as an Output that resolves once the job's setup Outputs (``after``, ``data_dir``) have:
-    the Kubernetes object named with it is created after them (a component's ``depends_on`` does not
-    reach its children; data dependencies do), and a preview that replaces one of them leaves it known."""
+def created_after(spec: JobSpec, extra: Sequence[pulumi.Resource] = ()) -> pulumi.Input[pulumi.Resource]:
+    """What a job's Kubernetes object waits for, as an entry of its ``depends_on``: it resolves once the job's setup
+    Outputs (``after``, ``data_dir``) and ``extra`` have, and carries their resources (a component's ``depends_on``
+    does not reach its children). A resource dependency, not an input's: when one of them is replaced, a Job deleted
+    before it is made again, the engine does not replace the object with it (it replaces a dependent only through
+    its inputs), and a failed one still fails it."""
     outputs = [*(spec.get("after") or []), spec.get("data_dir") or "", *[r.urn for r in extra]]
-    return ordered_after(pulumi.Output.from_input(name), *outputs)
+    # no resource of its own (None): the SDK takes the resources the Output carries (pulumi/runtime/_depends_on.py)
+    return cast(pulumi.Input[pulumi.Resource], pulumi.Output.all(*outputs).apply(lambda _: None))
 
 
 def exit_code_values(codes: Sequence[int]) -> list[int]:

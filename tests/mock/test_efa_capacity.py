@@ -252,7 +252,7 @@ def test_health_check_gates_training_with_the_catalog_threshold() -> None:
     p = run_program("p5")
     check = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-allreduce-job"))
     train = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-train-job"))
-    assert check.urn in train.deps_of("metadata"), "training is created only after the health check completed"
+    assert check.urn in train.dependencies, "training is created only after the health check completed"
     assert "pulumi.com/skipAwait" not in (check.inputs["metadata"].get("annotations") or {}), "Pulumi waits for it"
     (c,) = check.inputs["spec"]["template"]["spec"]["containers"]
     cmd = c["command"]

@@ -424,7 +424,7 @@ def test_dataset_in_the_linked_prefix_is_imported_not_staged() -> None:
     assert p.depends_transitively(train, init.urn)
     assert not any(p.depends_transitively(train, s.urn) for s in stages), "no staging to wait for"
     evaluate = p.one(JOB, lambda r: r.name.endswith("-evaluate-job"))
-    assert stages[0].urn in evaluate.deps_of("metadata"), "the staged dataset's job still waits for its staging"
+    assert stages[0].urn in evaluate.dependencies, "the staged dataset's job still waits for its staging"
 
 
 def _existing_vpc_p5(**storage: Any) -> dict[str, Any]:

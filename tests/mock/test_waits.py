@@ -192,4 +192,7 @@ def test_a_succeeded_awaited_mpijob_lets_the_job_after_it_be_created() -> None:
         if r.type == "kubernetes:batch/v1:Job" and r.inputs["metadata"]["name"] == "train"
     )
     mpijob = next(r for r in program.registrations if r.inputs.get("kind") == "MPIJob")
-    assert mpijob.urn in train.deps_of("metadata"), train.property_dependencies
+    # a resource dependency: the SDK registers train once nccl's awaited outputs resolved; not an input's, so a
+    # replaced nccl does not replace train (tests/mock/test_replacement_cascade.py)
+    assert mpijob.urn in train.dependencies, train.dependencies
+    assert not any(mpijob.urn in urns for urns in train.property_dependencies.values()), train.property_dependencies

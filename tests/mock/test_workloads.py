@@ -254,11 +254,11 @@ class TestJobs:
             )
             if job.get("dataset"):
                 stage = _job(p, f"-stage-{job['dataset']}-job")
-                assert stage.urn in r.deps_of("metadata"), f"{name} starts after the data is staged"
+                assert stage.urn in r.dependencies, f"{name} starts after the data is staged"
                 assert "pulumi.com/skipAwait" not in (stage.inputs["metadata"].get("annotations") or {})
             if job.get("healthCheck") is not None:
                 check = _job(p, f"-{name}-allreduce-job")
-                assert check.urn in r.deps_of("metadata"), f"{name} starts after its all-reduce check"
+                assert check.urn in r.dependencies, f"{name} starts after its all-reduce check"
                 assert "pulumi.com/skipAwait" not in (check.inputs["metadata"].get("annotations") or {})
                 if job.get("dataset"):
                     stage = _job(p, f"-stage-{job['dataset']}-job")
