@@ -1,5 +1,8 @@
 """A replacement that should stay alone, over every stack: no resource takes, as an input, a resource that is deleted
-before it is replaced (the Jobs, the MPIJobs and the rest registered with ``deleteBeforeReplace``).
+before it is replaced: the Jobs, the MPIJobs and the rest registered with ``deleteBeforeReplace``, and every
+Kubernetes object of a kind pulumi-kubernetes replaces under the same name (it deletes the old one first and tells
+the engine so: ``deleteBeforeReplace`` in ``Diff``, provider/pkg/provider/provider.go; the kinds and the fields that
+replace them: ``forceNew`` in provider/pkg/provider/diff.go, pulumi-kubernetes 94977969).
 
 The engine replaces such a resource's dependents with it: for each resource whose inputs depend on it, it asks the
 provider's Diff with those inputs unknown, and pulumi-kubernetes answers "replace" for an object whose ``metadata``
@@ -21,6 +24,22 @@ from tests.harness import Program, stack_names
 
 STACKS = stack_names()
 
+#: The kinds pulumi-kubernetes replaces when a field of theirs changes (``forceNew``), under the same name.
+REPLACED_UNDER_ITS_NAME = (
+    "kubernetes:apps/v1:DaemonSet",
+    "kubernetes:apps/v1:Deployment",
+    "kubernetes:apps/v1:StatefulSet",
+    "kubernetes:batch/v1:Job",
+    "kubernetes:core/v1:PersistentVolume",
+    "kubernetes:core/v1:PersistentVolumeClaim",
+    "kubernetes:core/v1:Pod",
+    "kubernetes:core/v1:Secret",
+    "kubernetes:core/v1:Service",
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+    "kubernetes:storage.k8s.io/v1:StorageClass",
+)
+
 #: Input dependencies on a delete-before-replace resource that stay, each with why (dependent's name suffix,
 #: dependency's type or name suffix).
 KNOWN = {
@@ -30,6 +49,15 @@ KNOWN = {
     # A benchmark's collector reads its experiments' runs: a new experiment's run is collected anew.
     (f"-{COMPONENT_SUFFIX}-job", "kubernetes:batch/v1:Job"): "the collector of the experiments",
     (f"-{COMPONENT_SUFFIX}-job", "kubernetes:kubeflow.org/v2beta1:MPIJob"): "the collector of the experiments",
+    (f"-{COMPONENT_SUFFIX}-job", "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"): "the collector's own role",
+    # A new claim is a new volume (another class, volume or access mode): what mounts it goes first; a claim follows
+    # its volume and its class the same way.
+    ("", "kubernetes:core/v1:PersistentVolumeClaim"): "the shared volume's claim",
+    ("", "kubernetes:core/v1:PersistentVolume"): "the claim's volume",
+    ("", "kubernetes:storage.k8s.io/v1:StorageClass"): "the claim's class",
+    # etcd's Service (its name in the jobs' rendezvous endpoint) is replaced only for a new clusterIP, which no stack
+    # sets.
+    ("", "kubernetes:core/v1:Service"): "etcd's Service",
     # FSx for Lustre: every pod names the claim once the volume's init Job and the data repository associations are
     # done (the claim's name carries them), so a new import prefix or a new init image replaces every workload that
     # mounts the file system. A known gap, left as it is.
@@ -43,8 +71,9 @@ def _known(dependent: Registration, dependency: Registration) -> bool:
 
 
 def cascade_problems(p: Program) -> list[str]:
-    """Each resource that takes, as an input, a resource deleted before it is replaced (outside :data:`KNOWN`)."""
-    first = {r.urn: r for r in p.registrations if r.delete_before_replace}
+    """Each resource that takes, as an input, a resource deleted before it is replaced (``deleteBeforeReplace``, or
+    of a kind in :data:`REPLACED_UNDER_ITS_NAME`), outside :data:`KNOWN`."""
+    first = {r.urn: r for r in p.registrations if r.delete_before_replace or r.type in REPLACED_UNDER_ITS_NAME}
     problems = []
     for r in p.registrations:
         for key, urns in sorted(r.property_dependencies.items()):
