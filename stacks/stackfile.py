@@ -76,20 +76,28 @@ SECRET_SETTINGS = tuple(f"aws:{k}" for k in (*STATIC_KEYS, WEB_IDENTITY_KEY))
 
 
 def secret_problem(found: list[str], *, offline: bool) -> str:
-    """The one message for settings held as secrets (``found``: their keys or paths) that the program reads: it would
-    write them into the cluster's objects and the stack's state as plain text. ``offline``: said by a command-line
-    tool, which cannot decrypt them either."""
-    fix = (
-        "; only `pulumi up` and `pulumi preview` decrypt a secret, so this command cannot read it either: set it "
-        "without --secret (pulumi config set KEY VALUE)"
-        if offline
-        else ": set it without --secret. With --path, one secret value makes its whole setting secret: set that value "
-        "again without --secret (pulumi config set --path KEY.PATH VALUE); `python -m stacks plan` names its path"
+    """The one message for settings held as secrets (``found``: their keys or paths): the program's own
+    (``eks-training:``) it would write into the cluster's objects and the stack's state as plain text. ``offline``:
+    said by a command-line tool, which cannot decrypt any secret."""
+    where = ", ".join(found)
+    plain = (
+        "but the program writes this setting as plain text into the cluster's objects and the stack's state, so it "
+        "would not stay secret (a job's env is plain text in its pod: no token or password there)"
     )
+    if not offline:
+        return (
+            f"{where}: a secret (pulumi config set --secret), {plain}: set it without --secret. With --path, one "
+            "secret value makes its whole setting secret: set that value again without --secret (pulumi config set "
+            "--path KEY.PATH VALUE); `python -m stacks plan` names its path"
+        )
+    unread = "only `pulumi up` and `pulumi preview` decrypt a secret, so this command cannot read it"
+    ours = all(f.startswith(f"{NAMESPACE}:") for f in found)
     return (
-        f"{', '.join(found)}: a secret (pulumi config set --secret), but the program writes this setting as plain text "
-        "into the cluster's objects and the stack's state, so it would not stay secret (a job's env is plain text in "
-        f"its pod: no token or password there){fix}"
+        f"{where}: a secret (pulumi config set --secret), {plain}; {unread} either: set it without --secret "
+        "(pulumi config set KEY VALUE)"
+        if ours
+        else f"{where}: a secret (pulumi config set --secret): {unread}; to use it, set it without --secret "
+        "(pulumi config set KEY VALUE)"
     )
 
 

@@ -201,10 +201,11 @@ class Rehearsal:
     def _last_look(self) -> None:
         """Record the jobs' outcomes once more as the run ends: a failure that stopped it (a failed awaited job, which
         the provider's wait reports before a pass records it) is then in the report, not ``not finished``."""
+        # the box gone or stopping: the report keeps what the passes saw, and the run's own error stands
         try:
             watch_jobs(self.box, self.jobs, self.start, self.start_wall, self.note)
-        except Exception:  # noqa: BLE001 - the box gone or stopping: the report keeps what the passes saw, and the
-            pass  # run's own error stands
+        except Exception:  # noqa: BLE001
+            pass
 
     def _apply(self, steps: Sequence[Step]) -> None:
         """:func:`stacks.box.apply.apply_steps`, its time the box's work: steps already waiting are not charged."""

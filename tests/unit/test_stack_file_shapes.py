@@ -62,6 +62,12 @@ CASES = [
         "this command cannot read it either: set it without --secret (pulumi config set KEY VALUE)",
     ),
     (
+        "a secret of another namespace the command must read",
+        "config:\n  aws:region: us-east-1\n" + GROUP + "  aws:assumeRoles:\n    secure: v1:abc\n",
+        "aws:assumeRoles: a secret (pulumi config set --secret): only `pulumi up` and `pulumi preview` decrypt a "
+        "secret, so this command cannot read it; to use it, set it without --secret (pulumi config set KEY VALUE)",
+    ),
+    (
         "config misspelt",
         "configs:\n  aws:region: us-east-1\n",
         "unknown top-level key configs (did you mean config?): a stack file holds only config, environment,",
